@@ -1,0 +1,1 @@
+"""The webhook bot: Hub discussion mentions and GitHub issue commands, parsed and answered."""

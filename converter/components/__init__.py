@@ -1,0 +1,25 @@
+"""onnxscript.nn building blocks whose attribute paths equal Hugging Face state-dict names."""
+
+from converter.components.activations import activation
+from converter.components.attention import Attention
+from converter.components.embedding import Embedding
+from converter.components.linear import Conv1D, Linear
+from converter.components.masks import attention_masks
+from converter.components.mlp import GatedMLP, PlainMLP
+from converter.components.norms import LayerNorm, RMSNorm, make_norm
+from converter.components.rotary import rotary_cos_sin
+
+__all__ = [
+    "Attention",
+    "Conv1D",
+    "Embedding",
+    "GatedMLP",
+    "LayerNorm",
+    "Linear",
+    "PlainMLP",
+    "RMSNorm",
+    "activation",
+    "attention_masks",
+    "make_norm",
+    "rotary_cos_sin",
+]

@@ -1,0 +1,17 @@
+"""Token and position embedding tables."""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+from onnxscript import nn
+
+
+class Embedding(nn.Module):
+    def __init__(self, num_embeddings: int, dim: int, dtype: ir.DataType, scale: float = 1.0):
+        super().__init__()
+        self.weight = nn.Parameter([num_embeddings, dim], dtype)
+        self.scale = scale
+
+    def forward(self, op, ids):
+        x = op.Gather(self.weight, ids, axis=0)
+        return x if self.scale == 1.0 else op.Mul(x, self.scale)

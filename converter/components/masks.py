@@ -1,0 +1,35 @@
+"""Additive attention masks: causal, padding and sliding window in one tensor.
+
+A large finite negative (not -inf) keeps fully padded query rows finite, so a
+left-padded batch never turns a cache entry into NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+_MASKED = {
+    ir.DataType.FLOAT: float(np.finfo(np.float32).min),
+    ir.DataType.FLOAT16: float(np.finfo(np.float16).min),
+    ir.DataType.BFLOAT16: -3.3895313892515355e38,
+}
+
+
+def attention_masks(op, attention_mask, input_ids, windows, dtype: ir.DataType) -> dict:
+    """{window: mask [batch, 1, sequence, total_sequence]} for each window (None = full)."""
+    total = op.Shape(attention_mask, start=1, end=2)
+    seq = op.Shape(input_ids, start=1, end=2)
+    past = op.Sub(total, seq)
+    keys = op.Range(0, op.Squeeze(total), 1)  # [T]
+    queries = op.Unsqueeze(op.Range(op.Squeeze(past), op.Squeeze(total), 1), [1])  # [S, 1]
+    distance = op.Sub(queries, keys)  # [S, T]: query index - key index
+    causal = op.GreaterOrEqual(distance, 0)
+    padding = op.Unsqueeze(op.Cast(attention_mask, to=ir.DataType.BOOL), [1, 2])  # [B,1,1,T]
+    zero = op.Constant(value=ir.tensor(0.0, dtype=dtype))
+    masked = op.Constant(value=ir.tensor(_MASKED[dtype], dtype=dtype))
+    masks = {}
+    for window in windows:
+        allowed = causal if window is None else op.And(causal, op.Less(distance, window))
+        masks[window] = op.Where(op.And(allowed, padding), zero, masked)
+    return masks

@@ -1,0 +1,45 @@
+"""Feed-forward blocks."""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+from onnxscript import nn
+
+from converter.components.activations import activation
+from converter.components.linear import Linear
+
+
+class GatedMLP(nn.Module):
+    """down(act(gate(x)) * up(x)); Phi-3 stores gate and up as one `gate_up_proj`."""
+
+    def __init__(self, cfg, dtype: ir.DataType):
+        super().__init__()
+        hidden, inner, bias = cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias
+        self.act = cfg.activation
+        if cfg.fused_gate_up:
+            self.gate_up_proj = Linear(hidden, 2 * inner, bias, dtype)
+        else:
+            self.gate_proj = Linear(hidden, inner, bias, dtype)
+            self.up_proj = Linear(hidden, inner, bias, dtype)
+        self.down_proj = Linear(inner, hidden, bias, dtype)
+        self.fused = cfg.fused_gate_up
+
+    def forward(self, op, x):
+        if self.fused:
+            gate, up = op.Split(self.gate_up_proj(op, x), axis=-1, num_outputs=2, _outputs=2)
+        else:
+            gate, up = self.gate_proj(op, x), self.up_proj(op, x)
+        return self.down_proj(op, op.Mul(activation(op, self.act, gate), up))
+
+
+class PlainMLP(nn.Module):
+    """fc2(act(fc1(x)))."""
+
+    def __init__(self, cfg, dtype: ir.DataType):
+        super().__init__()
+        self.act = cfg.activation
+        self.fc1 = Linear(cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias, dtype)
+        self.fc2 = Linear(cfg.intermediate_size, cfg.hidden_size, cfg.mlp_bias, dtype)
+
+    def forward(self, op, x):
+        return self.fc2(op, activation(op, self.act, self.fc1(op, x)))

@@ -1,0 +1,38 @@
+"""RMSNorm and LayerNorm as the standard opset-23 normalization ops."""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+from onnxscript import nn
+
+
+class RMSNorm(nn.Module):
+    """`offset` = 1.0 for checkpoints that store the scale as w - 1 (Gemma)."""
+
+    def __init__(self, size: int, eps: float, dtype: ir.DataType, offset: float = 0.0):
+        super().__init__()
+        self.weight = nn.Parameter([size], dtype)
+        self.eps = eps
+        self.offset = offset
+
+    def forward(self, op, x):
+        scale = self.weight if self.offset == 0.0 else op.Add(self.weight, self.offset)
+        return op.RMSNormalization(x, scale, axis=-1, epsilon=self.eps, stash_type=1)
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, size: int, eps: float, dtype: ir.DataType):
+        super().__init__()
+        self.weight = nn.Parameter([size], dtype)
+        self.bias = nn.Parameter([size], dtype)
+        self.eps = eps
+
+    def forward(self, op, x):
+        return op.LayerNormalization(x, self.weight, self.bias, axis=-1, epsilon=self.eps)
+
+
+def make_norm(cfg, size: int, dtype: ir.DataType) -> RMSNorm | LayerNorm:
+    """The norm a family uses, sized `size`."""
+    if cfg.norm_type == "layer":
+        return LayerNorm(size, cfg.norm_eps, dtype)
+    return RMSNorm(size, cfg.norm_eps, dtype, offset=cfg.norm_offset)

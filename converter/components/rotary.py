@@ -1,0 +1,47 @@
+"""Rotary cos/sin tables computed in the graph from position_ids.
+
+Computing them per position (instead of slicing a precomputed cache) keeps the
+graph valid at any length and lets the scalings that depend on the sequence
+length (dynamic NTK, LongRoPE's short/long switch) be expressed exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from converter.rope import Rope
+
+
+def _const(op, array: np.ndarray):
+    return op.Constant(value=ir.tensor(np.asarray(array, dtype=np.float32)))
+
+
+def _inverse_frequencies(op, rope: Rope, seq_len):
+    if rope.kind == "longrope":
+        short, long = _const(op, rope.inv_freq()), _const(op, rope.inv_freq(long=True))
+        threshold = rope.original_max_position_embeddings or rope.max_position_embeddings
+        return op.Where(op.Greater(seq_len, float(threshold)), long, short)
+    if rope.kind == "dynamic":
+        # NTK-aware base growth; equals the plain base until seq_len passes the trained length.
+        trained = float(rope.original_max_position_embeddings or rope.max_position_embeddings)
+        length = op.Max(seq_len, trained)
+        growth = op.Sub(op.Div(op.Mul(length, rope.factor), trained), rope.factor - 1.0)
+        base = op.Mul(op.Pow(growth, rope.dim / (rope.dim - 2)), rope.theta)
+        exponents = _const(op, np.arange(0, rope.dim, 2, dtype=np.float32) / rope.dim)
+        return op.Reciprocal(op.Pow(base, exponents))
+    return _const(op, rope.inv_freq())
+
+
+def rotary_cos_sin(op, position_ids, rope: Rope, dtype: ir.DataType):
+    """cos and sin of shape [batch, sequence, rotary_dim / 2] in `dtype`."""
+    positions = op.Cast(position_ids, to=ir.DataType.FLOAT)
+    seq_len = op.Add(op.ReduceMax(positions, keepdims=0), 1.0)
+    freqs = op.Mul(op.Unsqueeze(positions, [-1]), _inverse_frequencies(op, rope, seq_len))
+    cos, sin = op.Cos(freqs), op.Sin(freqs)
+    scaling = rope.attention_scaling()
+    if scaling != 1.0:
+        cos, sin = op.Mul(cos, scaling), op.Mul(sin, scaling)
+    if dtype != ir.DataType.FLOAT:
+        cos, sin = op.Cast(cos, to=dtype), op.Cast(sin, to=dtype)
+    return cos, sin

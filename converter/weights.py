@@ -1,0 +1,276 @@
+"""Safetensors checkpoints, read lazily and bound strictly by name.
+
+Headers are parsed here (not by a framework) so every offset, shape and size is
+checked against the file before a byte of tensor data is touched. Tensor data is
+memory-mapped and cast one tensor at a time while the package is written, so
+peak memory stays near one tensor, not one model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import onnx_ir as ir
+
+from converter.errors import WeightsError
+
+INDEX_FILE = "model.safetensors.index.json"
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+_MAX_HEADER_BYTES = 100 * 1024 * 1024
+_MAX_DIMS = 8
+
+_DTYPES: dict[str, np.dtype] = {
+    "F64": np.dtype(np.float64),
+    "F32": np.dtype(np.float32),
+    "F16": np.dtype(np.float16),
+    "BF16": np.dtype(ml_dtypes.bfloat16),
+    "I64": np.dtype(np.int64),
+    "I32": np.dtype(np.int32),
+    "I16": np.dtype(np.int16),
+    "I8": np.dtype(np.int8),
+    "U8": np.dtype(np.uint8),
+    "BOOL": np.dtype(np.bool_),
+}
+_FLOATS = {"F64", "F32", "F16", "BF16"}
+_NUMPY_OF = {
+    ir.DataType.FLOAT: np.dtype(np.float32),
+    ir.DataType.FLOAT16: np.dtype(np.float16),
+    ir.DataType.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
+}
+
+# Buffers some checkpoints carry that no graph needs, for every family.
+ALWAYS_UNUSED = (r".*\.rotary_emb\.inv_freq",)
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """Where one tensor lives: file, dtype, shape and absolute byte offset."""
+
+    name: str
+    file: Path
+    dtype: str
+    shape: tuple[int, ...]
+    offset: int
+
+    def load(self) -> np.ndarray:
+        """A read-only memory map of the tensor (no copy)."""
+        dtype = _DTYPES[self.dtype]
+        count = math.prod(self.shape)
+        if count == 0:
+            return np.zeros(self.shape, dtype)
+        data = np.memmap(self.file, dtype=dtype, mode="r", offset=self.offset, shape=(count,))
+        return data.reshape(self.shape)
+
+
+class Checkpoint:
+    """All tensors of a folder's safetensors files, by name, without loading data."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.tensors: dict[str, TensorRef] = {}
+        for shard in self._shards():
+            for ref in read_header(shard):
+                if ref.name in self.tensors:
+                    raise WeightsError(f"tensor '{ref.name}' appears in two shards")
+                self.tensors[ref.name] = ref
+
+    def _shards(self) -> list[Path]:
+        index = self.folder / INDEX_FILE
+        if index.is_file():
+            return self._indexed_shards(index)
+        shards = sorted(self.folder.glob("*.safetensors"))
+        if shards:
+            return shards
+        pickles = sorted(p.name for p in self.folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+        if pickles:
+            raise WeightsError(
+                f"{self.folder} has only pickle weights ({', '.join(pickles)}); mobius reads "
+                "safetensors only and never unpickles files"
+            )
+        raise WeightsError(f"no *.safetensors weights in {self.folder}")
+
+    def _indexed_shards(self, index: Path) -> list[Path]:
+        try:
+            weight_map = json.loads(index.read_text())["weight_map"]
+        except (ValueError, KeyError, TypeError) as err:
+            raise WeightsError(f"{INDEX_FILE} is malformed: {err}") from None
+        if not isinstance(weight_map, dict):
+            raise WeightsError(f"{INDEX_FILE}: 'weight_map' must be an object")
+        shards = []
+        for file_name in sorted(set(weight_map.values())):
+            shard = self.folder / safe_file_name(file_name)
+            if not shard.is_file():
+                raise WeightsError(f"{INDEX_FILE} names shard '{file_name}', which is missing")
+            shards.append(shard)
+        return shards
+
+
+def safe_file_name(name: object) -> str:
+    """Refuse shard names that could escape the model folder."""
+    if (
+        not isinstance(name, str)
+        or not name
+        or "/" in name
+        or "\\" in name
+        or name in (".", "..")
+        or ".." in name.split("/")
+        or Path(name).is_absolute()
+        or "\x00" in name
+    ):
+        raise WeightsError(f"refusing unsafe shard file name {name!r}")
+    return name
+
+
+def read_header(path: Path) -> list[TensorRef]:
+    """Parse and bounds-check one safetensors header."""
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        prefix = f.read(8)
+        if len(prefix) < 8:
+            raise WeightsError(f"{path.name} is not a safetensors file (too short)")
+        (header_len,) = struct.unpack("<Q", prefix)
+        if header_len > min(_MAX_HEADER_BYTES, size - 8):
+            raise WeightsError(f"{path.name}: header length {header_len} is absurd for the file")
+        try:
+            header = json.loads(f.read(header_len))
+        except ValueError as err:
+            raise WeightsError(f"{path.name}: corrupt safetensors header ({err})") from None
+    if not isinstance(header, dict):
+        raise WeightsError(f"{path.name}: corrupt safetensors header")
+    data_start, data_size = 8 + header_len, size - 8 - header_len
+    refs = []
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        refs.append(_tensor_ref(path, name, entry, data_start, data_size))
+    return refs
+
+
+def _tensor_ref(path: Path, name: str, entry: object, data_start: int, data_size: int):
+    where = f"{path.name}: tensor '{name}'"
+    if not isinstance(entry, dict):
+        raise WeightsError(f"{where} has a corrupt header entry")
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    if dtype not in _DTYPES:
+        raise WeightsError(f"{where} has unsupported dtype {dtype!r}")
+    if (
+        not isinstance(shape, list)
+        or len(shape) > _MAX_DIMS
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+    ):
+        raise WeightsError(f"{where} has an invalid shape {shape!r}")
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+        or not 0 <= offsets[0] <= offsets[1] <= data_size
+    ):
+        raise WeightsError(f"{where} has data offsets {offsets!r} outside the file")
+    if offsets[1] - offsets[0] != math.prod(shape) * _DTYPES[dtype].itemsize:
+        raise WeightsError(f"{where}: shape {shape} does not match its {dtype} byte size")
+    return TensorRef(name, path, dtype, tuple(shape), data_start + offsets[0])
+
+
+def bind(
+    parameters: Iterable[ir.Value],
+    checkpoint: Checkpoint,
+    *,
+    unused: Iterable[str] = (),
+    prefix: str = "",
+) -> None:
+    """Attach each parameter's checkpoint tensor, strictly.
+
+    A missing tensor, a shape mismatch or a checkpoint tensor that nothing uses
+    (except the `unused` patterns a family declares) is an error naming it.
+    `prefix` is a base-model prefix some checkpoints omit (GPT-2's `transformer.`).
+    """
+    used: set[str] = set()
+    missing = []
+    for param in parameters:
+        ref = checkpoint.tensors.get(param.name)
+        if ref is None and prefix and param.name.startswith(prefix):
+            ref = checkpoint.tensors.get(param.name[len(prefix) :])
+        if ref is None:
+            missing.append(param.name)
+            continue
+        expected = tuple(param.shape.dims)
+        if ref.shape != expected:
+            raise WeightsError(
+                f"tensor '{ref.name}' has shape {list(ref.shape)}, the model expects "
+                f"{list(expected)}"
+            )
+        if ref.dtype not in _FLOATS:
+            raise WeightsError(f"tensor '{ref.name}' is {ref.dtype}, expected floating point")
+        used.add(ref.name)
+        param.const_value = _lazy_cast(ref, param.dtype)
+    if missing:
+        raise WeightsError(_listing("missing from the checkpoint", missing))
+    patterns = [re.compile(p) for p in (*ALWAYS_UNUSED, *unused)]
+    leftovers = [
+        name
+        for name in checkpoint.tensors
+        if name not in used and not any(p.fullmatch(name) for p in patterns)
+    ]
+    if leftovers:
+        raise WeightsError(_listing("in the checkpoint but unused by the model", leftovers))
+
+
+def _listing(what: str, names: list[str]) -> str:
+    shown = ", ".join(f"'{n}'" for n in sorted(names)[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return f"{len(names)} tensor(s) {what}: {shown}{more}"
+
+
+def _lazy_cast(ref: TensorRef, dtype: ir.DataType) -> ir.LazyTensor:
+    target = _NUMPY_OF[dtype]
+
+    def load() -> ir.Tensor:
+        array = ref.load()
+        if array.dtype != target:
+            array = array.astype(target)
+        return ir.Tensor(array, dtype=dtype, name=ref.name)
+
+    return ir.LazyTensor(load, dtype=dtype, shape=ir.Shape(ref.shape), name=ref.name)
+
+
+def pretranspose(model: ir.Model) -> None:
+    """Store [out, in] weights read only through Transpose as [in, out] initializers.
+
+    Linear layers declare the checkpoint layout so binding stays a plain name and
+    shape check; this pass then removes the runtime Transpose, transposing each
+    tensor lazily while it is written.
+    """
+    graph = model.graph
+    for node in list(graph):
+        if node.op_type != "Transpose" or node.domain != "":
+            continue
+        weight = node.inputs[0]
+        perm = node.attributes.get_ints("perm")
+        if (
+            weight is None
+            or not weight.is_initializer()
+            or weight.const_value is None
+            or len(weight.uses()) != 1
+            or list(perm or []) != [1, 0]
+        ):
+            continue
+        source = weight.const_value
+        out_dim, in_dim = weight.shape.dims
+
+        def transposed(source=source) -> ir.Tensor:
+            return ir.Tensor(np.ascontiguousarray(source.numpy().T), dtype=source.dtype)
+
+        weight.const_value = ir.LazyTensor(
+            transposed, dtype=source.dtype, shape=ir.Shape([in_dim, out_dim]), name=weight.name
+        )
+        weight.shape = ir.Shape([in_dim, out_dim])
+        node.outputs[0].replace_all_uses_with(weight)
+        graph.remove(node, safe=True)

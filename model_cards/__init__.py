@@ -1,0 +1,1 @@
+"""Model cards: jinja2 templates rendered into a Hub README for converted packages (issue 4)."""

@@ -1,0 +1,1 @@
+"""The conversion job both front doors run: queue, worker, validation, card, Hub publishing."""

@@ -1,0 +1,1 @@
+"""The Gradio Space: the conversion form, progress, results and browse tab."""
