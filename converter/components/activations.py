@@ -15,4 +15,3 @@ def activation(op, name: str, x):
     if name == "relu":
         return op.Relu(x)
     raise ConfigError(f"'hidden_act' = {name!r} is not a supported activation")
-

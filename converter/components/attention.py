@@ -18,7 +18,8 @@ class Attention(nn.Module):
     def __init__(self, cfg, dtype: ir.DataType, rope_dim: int):
         super().__init__()
         hidden, d = cfg.hidden_size, cfg.head_dim
-        self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, d
+        self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
+        self.head_dim = d
         q_size, kv_size = self.heads * d, self.kv_heads * d
         self.fused = cfg.fused_qkv
         if self.fused:
@@ -67,7 +68,17 @@ class Attention(nn.Module):
         q = self._rotate(op, q, self.heads, cos, sin)
         k = self._rotate(op, k, self.kv_heads, cos, sin)
         y, present_key, present_value = attend(
-            op, q, k, v, mask, past_key, past_value, self.heads, self.kv_heads, self.scale, self.softcap
+            op,
+            q,
+            k,
+            v,
+            mask,
+            past_key,
+            past_value,
+            self.heads,
+            self.kv_heads,
+            self.scale,
+            self.softcap,
         )
         return getattr(self, self.out_proj_name)(op, y), present_key, present_value
 

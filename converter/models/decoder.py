@@ -66,7 +66,8 @@ class DecoderLayer(nn.Module):
         if self.layout == "post":
             a, key, value = attend(x)
             x = self._residual(op, x, self.post_attention_layernorm(op, a))
-            return self._residual(op, x, self.post_feedforward_layernorm(op, self.mlp(op, x))), key, value
+            m = self.post_feedforward_layernorm(op, self.mlp(op, x))
+            return self._residual(op, x, m), key, value
         a, key, value = attend(self.input_layernorm(op, x))
         if self.layout == "sandwich":
             x = self._residual(op, x, self.post_attention_layernorm(op, a))

@@ -23,7 +23,8 @@ class OnnxDecoder:
         """Prefill then decode each of `steps`, feeding present.* back as past_key_values.*."""
         batch = ids.shape[0]
         empty = np.zeros((batch, self.kv_heads, 0, self.head_dim), np.float32)
-        past = {f"past_key_values.{i}.{kv}": empty for i in range(self.layers) for kv in ("key", "value")}
+        names = [f"past_key_values.{i}.{kv}" for i in range(self.layers) for kv in ("key", "value")]
+        past = dict.fromkeys(names, empty)
         position = np.clip(mask.cumsum(-1) - 1, 0, None)
         outputs = []
         for step, token in enumerate([ids, *steps]):
@@ -37,7 +38,10 @@ class OnnxDecoder:
                 **past,
             }
             logits, *presents = self.session.run(None, feeds)
-            names = [o.name for o in self.session.get_outputs()[1:]]
-            past = {n.replace("present", "past_key_values"): v for n, v in zip(names, presents)}
+            outputs_names = [o.name for o in self.session.get_outputs()[1:]]
+            past = {
+                n.replace("present", "past_key_values"): v
+                for n, v in zip(outputs_names, presents, strict=True)
+            }
             outputs.append(logits)
         return outputs

@@ -1,0 +1,34 @@
+"""Shared fixtures. The Hub environment is set here, before anything imports huggingface_hub,
+which reads HF_ENDPOINT and HF_HOME once at import time."""
+
+import atexit
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+
+for _name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_OIDC_RESOURCE"):
+    os.environ.pop(_name, None)
+for _name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HUB_OFFLINE", "HF_XET_CACHE"):
+    os.environ.pop(_name, None)
+with socket.socket() as _sock:
+    _sock.bind(("127.0.0.1", 0))
+    HUB_PORT = _sock.getsockname()[1]
+os.environ["HF_ENDPOINT"] = f"http://127.0.0.1:{HUB_PORT}"
+os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="mobius-hf-home-")
+atexit.register(shutil.rmtree, os.environ["HF_HOME"], ignore_errors=True)
+os.environ["HF_HUB_DISABLE_XET"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+
+from tests.hub_server import FakeHub  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def fake_hub() -> Iterator[FakeHub]:
+    """A loopback Hub at HF_ENDPOINT, shared by the session: give each test its own repo ids."""
+    with FakeHub(HUB_PORT) as hub:
+        yield hub

@@ -1,0 +1,46 @@
+"""The registry is the single source for the docs and for what the parity suite must cover."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from converter.errors import UnsupportedModelError
+from converter.registry import FAMILIES, family_for
+from tests.parity.families import CASES
+
+ROOT = Path(__file__).parents[1]
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location(
+        "gen_supported_models", ROOT / "scripts" / "gen_supported_models.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_supported_models_doc_is_current():
+    generator = _generator()
+    assert (ROOT / "docs" / "supported-models.md").read_text() == generator.render(), (
+        "docs/supported-models.md is stale: run python scripts/gen_supported_models.py"
+    )
+
+
+def test_doc_lists_every_family():
+    text = (ROOT / "docs" / "supported-models.md").read_text()
+    for model_type in FAMILIES:
+        assert f"| `{model_type}` |" in text
+
+
+def test_every_family_has_a_parity_case():
+    covered = {case.split("-")[0] for case in CASES}
+    assert set(FAMILIES) <= covered
+
+
+def test_unknown_model_type_names_the_nearest():
+    with pytest.raises(UnsupportedModelError, match="nearest supported: llama"):
+        family_for("llamma")
