@@ -69,14 +69,13 @@ class ModelPackage:
         return output
 
     def _write_model(self, path: Path, progress: bool) -> None:
-        total = len(self.model.graph.initializers)
-        with tqdm(total=total, desc="writing weights", unit="tensor", disable=not progress) as bar:
-            ir.save(
-                self.model,
-                path,
-                external_data=DATA_FILE,
-                callback=lambda _tensor, _info: bar.update(1),
-            )
+        with tqdm(desc="writing weights", unit="tensor", disable=not progress) as bar:
+
+            def tick(_tensor, info) -> None:
+                bar.total = info.total
+                bar.update(1)
+
+            ir.save(self.model, path, external_data=DATA_FILE, callback=tick)
 
     def genai_config(self, generation: dict[str, Any]) -> dict[str, Any]:
         cfg = self.config
