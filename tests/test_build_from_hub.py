@@ -1,4 +1,4 @@
-"""`mobius build --model ORG/NAME` against the loopback Hub: download, convert, record provenance."""
+"""`mobius build --model ORG/NAME` on the loopback Hub: download, convert, record provenance."""
 
 from __future__ import annotations
 
