@@ -131,8 +131,10 @@ def _text_config(config: Any) -> dict[str, Any]:
 def model_type_of(config: Any) -> str:
     """The architecture name a config.json declares (of its text model, if nested)."""
     model_type = _text_config(config).get("model_type") or config.get("model_type")
-    if not isinstance(model_type, str) or not model_type:
+    if model_type is None or model_type == "":
         raise ConfigError("'model_type' is missing from config.json")
+    if not isinstance(model_type, str):
+        raise ConfigError(f"'model_type' must be a string, got {model_type!r}")
     return model_type
 
 
@@ -209,15 +211,19 @@ class _Reader:
         layers = self.int("num_hidden_layers", "n_layer", hi=_MAX_LAYERS)
         vocab = self.int("vocab_size", hi=_MAX_VOCAB)
         inner = self.int("intermediate_size", "n_inner", default=4 * hidden, hi=_MAX_DIM * 4)
-        max_pos = self.int(
-            "max_position_embeddings", "n_positions", default=2048, hi=_MAX_POSITIONS
-        )
-        rope = None if self.model_type == "gpt2" else parse_rope(self.raw, head_dim=head_dim)
-        local_rope = (
-            parse_local_rope(self.raw, head_dim=head_dim)
-            if self.model_type == "gemma3_text"
-            else None
-        )
+        max_pos = self.int("max_position_embeddings", "n_positions", hi=_MAX_POSITIONS)
+        # layer_types first: the rope parser reads it to spot per-layer-type rope settings.
+        sliding_window, layer_types = self.attention_windows(layers)
+        rope_raw = self.raw
+        if self.model_type == "gemma3_text":
+            rope_raw = {"rope_theta": 1_000_000.0, **self.raw}  # Gemma 3's global default base
+        rope = None if self.model_type == "gpt2" else parse_rope(rope_raw, head_dim=head_dim)
+        local_rope = None
+        if self.model_type == "gemma3_text":
+            # Gemma 3's sliding layers default to a plain rope with base 10000.
+            local_rope = parse_local_rope(self.raw, head_dim=head_dim) or Rope(
+                "default", 10_000.0, rope.dim, rope.max_position_embeddings
+            )
         norm_type = traits.get("norm_type", "rms")
         eps = self.float(
             "rms_norm_eps" if norm_type == "rms" else "layer_norm_eps",
@@ -225,7 +231,6 @@ class _Reader:
             "norm_eps",
             default=1e-6 if norm_type == "rms" else 1e-5,
         )
-        sliding_window, layer_types = self.attention_windows(layers)
         attention_bias = self.bool("attention_bias", default=False)
         activation = self.get("hidden_activation", "hidden_act", "activation_function")
         if not isinstance(activation, str):
@@ -302,7 +307,9 @@ class _Reader:
             if kind not in (FULL, SLIDING):
                 raise ConfigError(f"'layer_types' holds unsupported attention type {kind!r}")
         if SLIDING in layer_types and window is None:
-            raise ConfigError("'layer_types' asks for sliding attention but 'sliding_window' is unset")
+            raise ConfigError(
+                "'layer_types' asks for sliding attention but 'sliding_window' is unset"
+            )
         return window, tuple(layer_types)
 
     def default_layer_type(self, i: int, window: int | None) -> str:

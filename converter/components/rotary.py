@@ -24,7 +24,7 @@ def _inverse_frequencies(op, rope: Rope, seq_len):
         return op.Where(op.Greater(seq_len, float(threshold)), long, short)
     if rope.kind == "dynamic":
         # NTK-aware base growth; equals the plain base until seq_len passes the trained length.
-        trained = float(rope.original_max_position_embeddings or rope.max_position_embeddings)
+        trained = float(rope.max_position_embeddings)
         length = op.Max(seq_len, trained)
         growth = op.Sub(op.Div(op.Mul(length, rope.factor), trained), rope.factor - 1.0)
         base = op.Mul(op.Pow(growth, rope.dim / (rope.dim - 2)), rope.theta)
