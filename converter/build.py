@@ -7,15 +7,16 @@ import json
 import onnx_ir as ir
 
 from converter.config import ArchitectureConfig, model_type_of
-from converter.errors import ConfigError, MobiusError
+from converter.errors import ConfigError
+from converter.execution_providers import execution_provider
+from converter.lowering import Int4, lower
 from converter.package import ModelPackage
 from converter.registry import family_for
 from converter.source import resolve_source
 from converter.tasks import TASKS
-from converter.weights import Checkpoint, bind, pretranspose
+from converter.weights import Checkpoint, bind
 
-DTYPES = {"f32": ir.DataType.FLOAT, "f16": ir.DataType.FLOAT16, "bf16": ir.DataType.BFLOAT16}
-EXECUTION_PROVIDERS = ("default",)
+FLOAT_TYPES = {"f32": ir.DataType.FLOAT, "f16": ir.DataType.FLOAT16, "bf16": ir.DataType.BFLOAT16}
 _MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
@@ -27,25 +28,31 @@ def build(
     revision: str | None = None,
     token: str | None = None,
     progress: bool = True,
+    int4_block_size: int = 32,
+    int4_symmetric: bool = True,
+    int4_lm_head: bool = False,
 ) -> ModelPackage:
-    """Convert a Hub repo id or a local folder into an ONNX package (not yet saved)."""
-    if ep not in EXECUTION_PROVIDERS:
-        raise MobiusError(f"unknown execution provider {ep!r}; choose from {EXECUTION_PROVIDERS}")
-    if dtype not in DTYPES:
-        raise MobiusError(f"unknown dtype {dtype!r}; choose from {tuple(DTYPES)}")
+    """Convert a Hub repo id or a local folder into an ONNX package (not yet saved).
+
+    `ep` picks the graph (`default`: portable standard ops; `cpu`, `cuda`, `dml`,
+    `webgpu`: that EP's fused kernels); `dtype` is f32, f16, bf16 or int4 (int4 weights
+    with the EP's activation dtype). Unsupported pairs fail before any download.
+    """
+    provider = execution_provider(ep, dtype)
+    quantization = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
     source = resolve_source(model, revision=revision, token=token, progress=progress)
     raw = read_config(source.path / "config.json")
     family = family_for(model_type_of(raw))
     cfg = ArchitectureConfig.from_hf(raw)
     checkpoint = Checkpoint(source.path)
-    ir_dtype = DTYPES[dtype]
-    module = family.model_class(cfg, ir_dtype)
+    float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
+    module = family.model_class(cfg, float_type, provider)
     task = TASKS[family.task]
-    graph = task.build_graph(module, cfg, ir_dtype)
+    graph = task.build_graph(module, cfg, float_type)
     unused = (*family.unused, r"lm_head\.weight") if cfg.tie_word_embeddings else family.unused
     bind(module.parameters(), checkpoint, unused=unused, prefix=family.prefix)
-    pretranspose(graph)
-    return ModelPackage(graph, cfg, family, task, source, ep, dtype)
+    report = lower(graph, module, cfg, provider, float_type, quantization)
+    return ModelPackage(graph, cfg, family, task, source, ep, dtype, report)
 
 
 def read_config(path) -> dict:
@@ -55,7 +62,7 @@ def read_config(path) -> dict:
         raise ConfigError(f"{path} is larger than {_MAX_CONFIG_BYTES} bytes")
     try:
         raw = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as err:
+    except (ValueError, RecursionError) as err:  # RecursionError: absurdly deep nesting
         raise ConfigError(f"config.json is not valid JSON: {err}") from None
     if not isinstance(raw, dict):
         raise ConfigError("config.json must hold a JSON object")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from converter.build import DTYPES, EXECUTION_PROVIDERS, build
+from converter.build import build
 from converter.errors import MobiusError
+from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
 from converter.registry import FAMILIES
+from converter.validate import DECODE_STEPS, format_report, validate
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -21,10 +24,32 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--model", required=True, help="Hub repo id or local folder")
     b.add_argument("--output", required=True, type=Path, help="folder to write the package to")
     b.add_argument("--dtype", default="f32", choices=tuple(DTYPES))
-    b.add_argument("--ep", default="default", choices=EXECUTION_PROVIDERS)
+    b.add_argument("--ep", default="default", choices=tuple(EXECUTION_PROVIDERS))
+    b.add_argument("--int4-block-size", type=int, default=32, choices=(16, 32, 64, 128))
+    b.add_argument("--int4-asymmetric", action="store_true", help="int4 with per-block zero points")
+    b.add_argument(
+        "--int4-lm-head", action="store_true", help="also quantize an untied lm_head to int4"
+    )
     b.add_argument("--revision", help="Hub branch, tag or commit (default: main)")
     b.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    b.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    # SUPPRESS as default: `mobius --debug build ...` must not be reset to False here.
+    b.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+
+    v = commands.add_parser("validate", help="check a package in onnxruntime against a reference")
+    v.add_argument("package", type=Path, help="a folder written by `mobius build`")
+    v.add_argument("--json", action="store_true", help="print the report as JSON")
+    v.add_argument("--steps", type=int, default=DECODE_STEPS, help="greedy decode steps")
+    v.add_argument(
+        "--reference",
+        default="auto",
+        choices=("auto", "transformers", "default"),
+        help="transformers on the same checkpoint, or the default f32 variant built on the fly",
+    )
+    v.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
 
     listing = commands.add_parser("list", help="list what mobius supports")
     listing.add_argument("what", choices=("models",))
@@ -38,9 +63,21 @@ def _build(args: argparse.Namespace) -> None:
         dtype=args.dtype,
         revision=args.revision,
         progress=not args.no_progress,
+        int4_block_size=args.int4_block_size,
+        int4_symmetric=not args.int4_asymmetric,
+        int4_lm_head=args.int4_lm_head,
     )
     out = package.save(args.output, progress=not args.no_progress)
     print(f"wrote {package.config.model_type} ({args.ep}, {args.dtype}) package to {out.resolve()}")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    report = validate(args.package, reference=args.reference, steps=args.steps)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(format_report(report))
+    return 1 if report.status == "failed" else 0
 
 
 def _list_models() -> None:
@@ -54,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "build":
             _build(args)
+        elif args.command == "validate":
+            return _validate(args)
         else:
             _list_models()
     except (MobiusError, OSError) as err:

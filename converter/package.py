@@ -20,6 +20,7 @@ import onnx_ir as ir
 from tqdm import tqdm
 
 from converter.config import ArchitectureConfig
+from converter.lowering import LoweringReport
 from converter.registry import Family
 from converter.source import Source
 from converter.tasks import OPSET, TextGenerationTask
@@ -50,6 +51,7 @@ class ModelPackage:
     source: Source
     ep: str
     dtype: str
+    lowering: LoweringReport
 
     def save(self, output: str | Path, *, progress: bool = True) -> Path:
         """Write the package into `output`; files appear there only once all are written."""
@@ -120,6 +122,7 @@ class ModelPackage:
             "ep": self.ep,
             "dtype": self.dtype,
             "opset": OPSET,
+            "lowering": self.lowering.as_dict(),
             "versions": {
                 name: _version(dist)
                 for name, dist in (

@@ -86,7 +86,7 @@ class Checkpoint:
         index = self.folder / INDEX_FILE
         if index.is_file():
             return self._indexed_shards(index)
-        shards = sorted(self.folder.glob("*.safetensors"))
+        shards = sorted(p for p in self.folder.glob("*.safetensors") if p.is_file())
         if shards:
             return shards
         pickles = sorted(p.name for p in self.folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
@@ -100,13 +100,13 @@ class Checkpoint:
     def _indexed_shards(self, index: Path) -> list[Path]:
         try:
             weight_map = json.loads(index.read_text())["weight_map"]
-        except (ValueError, KeyError, TypeError) as err:
+        except (ValueError, RecursionError, KeyError, TypeError) as err:
             raise WeightsError(f"{INDEX_FILE} is malformed: {err}") from None
         if not isinstance(weight_map, dict):
             raise WeightsError(f"{INDEX_FILE}: 'weight_map' must be an object")
         shards = []
-        for file_name in sorted(set(weight_map.values())):
-            shard = self.folder / safe_file_name(file_name)
+        for file_name in sorted({safe_file_name(name) for name in weight_map.values()}):
+            shard = self.folder / file_name
             if not shard.is_file():
                 raise WeightsError(f"{INDEX_FILE} names shard '{file_name}', which is missing")
             shards.append(shard)
@@ -141,7 +141,7 @@ def read_header(path: Path) -> list[TensorRef]:
             raise WeightsError(f"{path.name}: header length {header_len} is absurd for the file")
         try:
             header = json.loads(f.read(header_len))
-        except ValueError as err:
+        except (ValueError, RecursionError) as err:
             raise WeightsError(f"{path.name}: corrupt safetensors header ({err})") from None
     if not isinstance(header, dict):
         raise WeightsError(f"{path.name}: corrupt safetensors header")
@@ -239,38 +239,3 @@ def _lazy_cast(ref: TensorRef, dtype: ir.DataType) -> ir.LazyTensor:
         return ir.Tensor(array, dtype=dtype, name=ref.name)
 
     return ir.LazyTensor(load, dtype=dtype, shape=ir.Shape(ref.shape), name=ref.name)
-
-
-def pretranspose(model: ir.Model) -> None:
-    """Store [out, in] weights read only through Transpose as [in, out] initializers.
-
-    Linear layers declare the checkpoint layout so binding stays a plain name and
-    shape check; this pass then removes the runtime Transpose, transposing each
-    tensor lazily while it is written.
-    """
-    graph = model.graph
-    for node in list(graph):
-        if node.op_type != "Transpose" or node.domain != "":
-            continue
-        weight = node.inputs[0]
-        perm = node.attributes.get_ints("perm")
-        if (
-            weight is None
-            or not weight.is_initializer()
-            or weight.const_value is None
-            or len(weight.uses()) != 1
-            or list(perm or []) != [1, 0]
-        ):
-            continue
-        source = weight.const_value
-        out_dim, in_dim = weight.shape.dims
-
-        def transposed(source=source) -> ir.Tensor:
-            return ir.Tensor(np.ascontiguousarray(source.numpy().T), dtype=source.dtype)
-
-        weight.const_value = ir.LazyTensor(
-            transposed, dtype=source.dtype, shape=ir.Shape([in_dim, out_dim]), name=weight.name
-        )
-        weight.shape = ir.Shape([in_dim, out_dim])
-        node.outputs[0].replace_all_uses_with(weight)
-        graph.remove(node, safe=True)

@@ -4,10 +4,8 @@ from converter.components.activations import activation
 from converter.components.attention import Attention
 from converter.components.embedding import Embedding
 from converter.components.linear import Conv1D, Linear
-from converter.components.masks import attention_masks
 from converter.components.mlp import GatedMLP, PlainMLP
 from converter.components.norms import LayerNorm, RMSNorm, make_norm
-from converter.components.rotary import rotary_cos_sin
 
 __all__ = [
     "Attention",
@@ -19,7 +17,5 @@ __all__ = [
     "PlainMLP",
     "RMSNorm",
     "activation",
-    "attention_masks",
     "make_norm",
-    "rotary_cos_sin",
 ]

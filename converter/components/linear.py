@@ -29,3 +29,44 @@ class Conv1D(nn.Module):
 
     def forward(self, op, x):
         return op.Add(op.MatMul(x, self.weight), self.bias)
+
+
+class PackedLinear(nn.Module):
+    """Sibling projections of one input (q/k/v, gate/up), optionally as one MatMul.
+
+    Parameters keep their own checkpoint names (`q_proj.weight`, ...); when `packed`, the
+    graph concatenates them and a save-time pass folds the concatenation into a single
+    initializer, so EPs that prefer one wide MatMul get it without a renaming table.
+    """
+
+    def __init__(
+        self,
+        parts: list[tuple[str, int]],
+        in_features: int,
+        bias: bool,
+        dtype: ir.DataType,
+        packed: bool,
+    ):
+        super().__init__(name="")  # parameters live directly in the owner's scope
+        self.sizes = [size for _, size in parts]
+        self.packed = packed
+        self.weights = [
+            nn.Parameter([size, in_features], dtype, f"{n}.weight") for n, size in parts
+        ]
+        self.biases = (
+            [nn.Parameter([size], dtype, f"{n}.bias") for n, size in parts] if bias else []
+        )
+        for i, param in enumerate(self.weights + self.biases):
+            setattr(self, f"p{i}", param)
+
+    def forward(self, op, x):
+        if not self.packed:
+            outs = [op.MatMul(x, op.Transpose(w, perm=[1, 0])) for w in self.weights]
+            if self.biases:
+                outs = [op.Add(y, b) for y, b in zip(outs, self.biases, strict=True)]
+            return outs
+        weight = op.Concat(*self.weights, axis=0)
+        y = op.MatMul(x, op.Transpose(weight, perm=[1, 0]))
+        if self.biases:
+            y = op.Add(y, op.Concat(*self.biases, axis=0))
+        return op.Split(y, self.sizes, axis=-1, _outputs=len(self.sizes))

@@ -6,21 +6,21 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components.activations import activation
-from converter.components.linear import Linear
+from converter.components.linear import Linear, PackedLinear
 
 
 class GatedMLP(nn.Module):
     """down(act(gate(x)) * up(x)); Phi-3 stores gate and up as one `gate_up_proj`."""
 
-    def __init__(self, cfg, dtype: ir.DataType):
+    def __init__(self, cfg, dtype: ir.DataType, packed: bool = False):
         super().__init__()
         hidden, inner, bias = cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias
         self.act = cfg.activation
         if cfg.fused_gate_up:
             self.gate_up_proj = Linear(hidden, 2 * inner, bias, dtype)
         else:
-            self.gate_proj = Linear(hidden, inner, bias, dtype)
-            self.up_proj = Linear(hidden, inner, bias, dtype)
+            parts = [("gate_proj", inner), ("up_proj", inner)]
+            self.gate_up = PackedLinear(parts, hidden, bias, dtype, packed)
         self.down_proj = Linear(inner, hidden, bias, dtype)
         self.fused = cfg.fused_gate_up
 
@@ -28,14 +28,14 @@ class GatedMLP(nn.Module):
         if self.fused:
             gate, up = op.Split(self.gate_up_proj(op, x), axis=-1, num_outputs=2, _outputs=2)
         else:
-            gate, up = self.gate_proj(op, x), self.up_proj(op, x)
+            gate, up = self.gate_up(op, x)
         return self.down_proj(op, op.Mul(activation(op, self.act, gate), up))
 
 
 class PlainMLP(nn.Module):
     """fc2(act(fc1(x)))."""
 
-    def __init__(self, cfg, dtype: ir.DataType):
+    def __init__(self, cfg, dtype: ir.DataType, packed: bool = False):  # nothing to pack
         super().__init__()
         self.act = cfg.activation
         self.fc1 = Linear(cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias, dtype)

@@ -10,16 +10,16 @@ from __future__ import annotations
 import onnx_ir as ir
 from onnxscript import nn
 
-from converter.components import (
-    Attention,
-    Embedding,
-    GatedMLP,
-    Linear,
-    attention_masks,
-    make_norm,
-    rotary_cos_sin,
-)
+from converter.components import Attention, Embedding, GatedMLP, Linear, make_norm
+from converter.components.attention import AttentionSpec, GroupQueryAttention, StandardAttention
 from converter.config import SLIDING, ArchitectureConfig
+from converter.execution_providers import GQA as GQA_FUSION
+from converter.execution_providers import (
+    PACKED_GATE_UP,
+    PACKED_QKV,
+    ROTARY_IN_GQA,
+    ExecutionProvider,
+)
 
 # Norm attributes each layout owns, in the order they apply.
 _LAYOUT_NORMS = {
@@ -39,13 +39,12 @@ class DecoderLayer(nn.Module):
     attention_cls = Attention
     mlp_cls = GatedMLP
 
-    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType):
+    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType, ep):
         super().__init__()
         self.layout = cfg.layout
-        self.sliding = cfg.layer_types[index] == SLIDING
-        rope = cfg.local_rope if self.sliding and cfg.local_rope else cfg.rope
-        self.self_attn = self.attention_cls(cfg, dtype, rope.dim if rope else 0)
-        self.mlp = self.mlp_cls(cfg, dtype)
+        spec = attention_spec(cfg, index)
+        self.self_attn = self.attention_cls(cfg, dtype, spec, packed=ep.has(PACKED_QKV))
+        self.mlp = self.mlp_cls(cfg, dtype, packed=ep.has(PACKED_GATE_UP))
         for name in _LAYOUT_NORMS[cfg.layout]:
             setattr(self, name, make_norm(cfg, cfg.hidden_size, dtype))
         self.residual_multiplier = cfg.residual_multiplier
@@ -55,9 +54,9 @@ class DecoderLayer(nn.Module):
             h = op.Mul(h, self.residual_multiplier)
         return op.Add(x, h)
 
-    def forward(self, op, x, cos, sin, mask, past_key, past_value):
+    def forward(self, op, x, kernel, past_key, past_value):
         def attend(h):
-            return self.self_attn(op, h, cos, sin, mask, past_key, past_value)
+            return self.self_attn(op, h, kernel, past_key, past_value)
 
         if self.layout == "parallel":
             h = self.input_layernorm(op, x)
@@ -81,35 +80,73 @@ class DecoderBody(nn.Module):
     layer_cls = DecoderLayer
     final_norm_name = "norm"
 
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType):
+    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         self.cfg, self.dtype = cfg, dtype
+        self.kernel = AttentionKernelChoice(cfg, ep)
         self.embed_tokens = Embedding(
             cfg.vocab_size, cfg.hidden_size, dtype, scale=cfg.embedding_multiplier
         )
         self.layers = nn.ModuleList(
-            [self.layer_cls(cfg, i, dtype) for i in range(cfg.num_hidden_layers)]
+            [self.layer_cls(cfg, i, dtype, ep) for i in range(cfg.num_hidden_layers)]
         )
         setattr(self, self.final_norm_name, make_norm(cfg, cfg.hidden_size, dtype))
 
     def forward(self, op, input_ids, attention_mask, position_ids, past):
-        cfg = self.cfg
         x = self.embed_tokens(op, input_ids)
-        windows = {cfg.sliding_window if kind == SLIDING else None for kind in cfg.layer_types}
-        masks = attention_masks(op, attention_mask, input_ids, sorted(windows, key=str), self.dtype)
-        tables = {}
+        kernel = self.kernel.make(op, self.dtype, input_ids, attention_mask, position_ids)
         presents = []
         for layer, (past_key, past_value) in zip(self.layers, past, strict=True):
-            rope = cfg.local_rope if layer.sliding and cfg.local_rope else cfg.rope
-            if id(rope) not in tables:
-                tables[id(rope)] = (
-                    rotary_cos_sin(op, position_ids, rope, self.dtype) if rope else (None, None)
-                )
-            cos, sin = tables[id(rope)]
-            mask = masks[cfg.sliding_window if layer.sliding else None]
-            x, key, value = layer(op, x, cos, sin, mask, past_key, past_value)
+            x, key, value = layer(op, x, kernel, past_key, past_value)
             presents.append((key, value))
         return getattr(self, self.final_norm_name)(op, x), presents
+
+
+def attention_spec(cfg: ArchitectureConfig, index: int) -> AttentionSpec:
+    sliding = cfg.layer_types[index] == SLIDING
+    return AttentionSpec(
+        heads=cfg.num_attention_heads,
+        kv_heads=cfg.num_key_value_heads,
+        head_dim=cfg.head_dim,
+        scale=cfg.attention_scale,
+        softcap=cfg.attn_logit_softcap or 0.0,
+        window=cfg.sliding_window if sliding else None,
+        rope=cfg.local_rope if sliding and cfg.local_rope else cfg.rope,
+    )
+
+
+class AttentionKernelChoice:
+    """GroupQueryAttention where the EP has it and its constraints hold, else standard ops.
+
+    `fallback` records why a fused kernel was not used, for mobius.json and the report.
+    """
+
+    def __init__(self, cfg: ArchitectureConfig, ep: ExecutionProvider):
+        self.windows = sorted(
+            {cfg.sliding_window if kind == SLIDING else None for kind in cfg.layer_types},
+            key=str,
+        )
+        self.gqa = ep.gqa_supported(cfg.head_dim)
+        ropes = [r for r in (cfg.rope, cfg.local_rope) if r is not None]
+        self.rotary_inside = ep.has(ROTARY_IN_GQA) and all(
+            r.dim // 2 % ep.gqa_rotary_multiple == 0 for r in ropes
+        )
+        self.fallbacks = []
+        if ep.has(GQA_FUSION) and not self.gqa:
+            self.fallbacks.append(
+                f"GroupQueryAttention: head_size {cfg.head_dim} is not a multiple of "
+                f"{ep.gqa_head_size_multiple} on {ep.name}; using the standard Attention op"
+            )
+        elif self.gqa and ropes and not self.rotary_inside:
+            self.fallbacks.append(
+                f"rotary outside GroupQueryAttention: rotary dim {ropes[0].dim} / 2 is not a "
+                f"multiple of {ep.gqa_rotary_multiple} on {ep.name}; using RotaryEmbedding"
+            )
+
+    def make(self, op, dtype, input_ids, attention_mask, position_ids):
+        if self.gqa:
+            return GroupQueryAttention(op, dtype, attention_mask, position_ids, self.rotary_inside)
+        return StandardAttention(op, dtype, input_ids, attention_mask, position_ids, self.windows)
 
 
 class DecoderLM(nn.Module):
@@ -118,15 +155,30 @@ class DecoderLM(nn.Module):
     body_cls = DecoderBody
     lm_head_bias = False
 
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType):
+    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         self.cfg = cfg
-        self.model = self.body_cls(cfg, dtype)
+        self.model = self.body_cls(cfg, dtype, ep)
         if not cfg.tie_word_embeddings:
             self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, self.lm_head_bias, dtype)
 
     def embedding_table(self):
         return self.model.embed_tokens.weight
+
+    def fallbacks(self) -> list[str]:
+        return list(self.model.kernel.fallbacks)
+
+    def uses_gqa(self) -> bool:
+        return self.model.kernel.gqa
+
+    def expected_skip_norms(self) -> int:
+        """Norms whose input is a residual sum, i.e. what a skip-norm fusion must absorb."""
+        layers = self.cfg.num_hidden_layers
+        # pre/sandwich: two per layer (the first layer's input norm reads the embeddings, the
+        # final norm reads the last sum); post: only the final norm; parallel: one per layer.
+        return {"pre": 2 * layers, "sandwich": 2 * layers, "post": 1, "parallel": layers}[
+            self.cfg.layout
+        ]
 
     def forward(self, op, input_ids, attention_mask, position_ids, past):
         hidden, presents = self.model(op, input_ids, attention_mask, position_ids, past)

@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import onnx_ir as ir
 from onnxscript import nn
 
-from converter.components import Conv1D, Embedding, LayerNorm, Linear, activation, attention_masks
-from converter.components.attention import attend
+from converter.components import Conv1D, Embedding, LayerNorm, Linear, activation
 from converter.config import ArchitectureConfig
-from converter.models.decoder import project_logits
+from converter.execution_providers import ExecutionProvider
+from converter.models.decoder import AttentionKernelChoice, attention_spec, project_logits
 
 
 class GPT2Attention(nn.Module):
     def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType):
         super().__init__()
-        self.heads, self.hidden = cfg.num_attention_heads, cfg.hidden_size
         self.c_attn = Conv1D(cfg.hidden_size, 3 * cfg.hidden_size, dtype)
         self.c_proj = Conv1D(cfg.hidden_size, cfg.hidden_size, dtype)
-        self.scale = cfg.attention_scale / (index + 1 if cfg.scale_by_inverse_layer else 1)
+        spec = attention_spec(cfg, index)
+        if cfg.scale_by_inverse_layer:
+            spec = dataclasses.replace(spec, scale=spec.scale / (index + 1))
+        self.spec = spec
 
-    def forward(self, op, x, mask, past_key, past_value):
+    def forward(self, op, x, kernel, past_key, past_value):
         q, k, v = op.Split(self.c_attn(op, x), axis=-1, num_outputs=3, _outputs=3)
-        y, key, value = attend(
-            op, q, k, v, mask, past_key, past_value, self.heads, self.heads, self.scale
-        )
+        y, key, value = kernel(op, q, k, v, past_key, past_value, self.spec)
         return self.c_proj(op, y), key, value
 
 
@@ -46,16 +48,17 @@ class GPT2Block(nn.Module):
         self.ln_2 = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
         self.mlp = GPT2MLP(cfg, dtype)
 
-    def forward(self, op, x, mask, past_key, past_value):
-        a, key, value = self.attn(op, self.ln_1(op, x), mask, past_key, past_value)
+    def forward(self, op, x, kernel, past_key, past_value):
+        a, key, value = self.attn(op, self.ln_1(op, x), kernel, past_key, past_value)
         x = op.Add(x, a)
         return op.Add(x, self.mlp(op, self.ln_2(op, x))), key, value
 
 
 class GPT2Body(nn.Module):
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType):
+    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         self.dtype = dtype
+        self.kernel = AttentionKernelChoice(cfg, ep)
         self.wte = Embedding(cfg.vocab_size, cfg.hidden_size, dtype)
         self.wpe = Embedding(cfg.max_position_embeddings, cfg.hidden_size, dtype)
         self.h = nn.ModuleList([GPT2Block(cfg, i, dtype) for i in range(cfg.num_hidden_layers)])
@@ -63,10 +66,10 @@ class GPT2Body(nn.Module):
 
     def forward(self, op, input_ids, attention_mask, position_ids, past):
         x = op.Add(self.wte(op, input_ids), self.wpe(op, position_ids))
-        mask = attention_masks(op, attention_mask, input_ids, [None], self.dtype)[None]
+        kernel = self.kernel.make(op, self.dtype, input_ids, attention_mask, position_ids)
         presents = []
         for block, (past_key, past_value) in zip(self.h, past, strict=True):
-            x, key, value = block(op, x, mask, past_key, past_value)
+            x, key, value = block(op, x, kernel, past_key, past_value)
             presents.append((key, value))
         return self.ln_f(op, x), presents
 
@@ -74,15 +77,24 @@ class GPT2Body(nn.Module):
 class GPT2LM(nn.Module):
     """`transformer` (the body) and logits from the tied `wte` table (or `lm_head`)."""
 
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType):
+    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         self.cfg = cfg
-        self.transformer = GPT2Body(cfg, dtype)
+        self.transformer = GPT2Body(cfg, dtype, ep)
         if not cfg.tie_word_embeddings:
             self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, False, dtype)
 
     def embedding_table(self):
         return self.transformer.wte.weight
+
+    def fallbacks(self) -> list[str]:
+        return list(self.transformer.kernel.fallbacks)
+
+    def uses_gqa(self) -> bool:
+        return self.transformer.kernel.gqa
+
+    def expected_skip_norms(self) -> int:
+        return 2 * self.cfg.num_hidden_layers + 1  # ln_1 (after wte + wpe) and ln_2 per block, ln_f
 
     def forward(self, op, input_ids, attention_mask, position_ids, past):
         hidden, presents = self.transformer(op, input_ids, attention_mask, position_ids, past)

@@ -1,4 +1,8 @@
-"""Every family against transformers on the same random weights (f32, logits, KV path)."""
+"""Every family against transformers on the same random weights (f32, logits, KV path).
+
+Each case is converted twice: the portable `default` graph and the `cpu` graph with fused
+kernels (GroupQueryAttention where the head size allows, skip norms, packed MatMuls).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,8 @@ import numpy as np
 import pytest
 
 from converter import build
+from converter.runtime import OnnxDecoder
 from tests.parity.families import CASES
-from tests.parity.onnx_runner import OnnxDecoder
 from tests.parity.reference import generate_steps, make_checkpoint
 
 TOLERANCE = 1e-4
@@ -26,19 +30,17 @@ PADDED_STEPS = [np.concatenate([s, s[:, ::-1] + 1]) for s in STEPS[:2]]
 def converted(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp(request.param)
     reference = make_checkpoint(request.param, folder / "hf")
-    build(str(folder / "hf"), progress=False).save(folder / "onnx", progress=False)
-    return reference, OnnxDecoder(folder / "onnx")
+    decoders = {}
+    for ep in ("default", "cpu"):
+        build(str(folder / "hf"), ep=ep, progress=False).save(folder / ep, progress=False)
+        decoders[ep] = OnnxDecoder(folder / ep)
+    return reference, decoders
 
 
 @pytest.fixture
 def reference(converted):
     """A fresh copy per test: dynamic rope keeps state across calls in transformers."""
     return copy.deepcopy(converted[0])
-
-
-@pytest.fixture
-def onnx(converted):
-    return converted[1]
 
 
 def _max_diff(expected, actual, mask=None):
@@ -48,18 +50,20 @@ def _max_diff(expected, actual, mask=None):
     return float(diff.max())
 
 
-def test_prefill_and_decode(reference, onnx):
+@pytest.mark.parametrize("ep", ["default", "cpu"])
+def test_prefill_and_decode(reference, converted, ep):
     mask = np.ones_like(PROMPT)
     expected = generate_steps(reference, PROMPT, mask, STEPS)
-    actual = onnx.generate_steps(PROMPT, mask, STEPS)
+    actual = converted[1][ep].run(PROMPT, mask, STEPS)
     diffs = [_max_diff(e, a) for e, a in zip(expected, actual, strict=True)]
-    print("prefill / decode x3 max abs diff:", diffs)
+    print(f"{ep}: prefill / decode x3 max abs diff:", diffs)
     assert max(diffs) <= TOLERANCE, diffs
 
 
-def test_batch_left_padding(reference, onnx):
+def test_batch_left_padding(reference, converted):
+    onnx = converted[1]["default"]
     expected = generate_steps(reference, PADDED_IDS, PADDED_MASK, PADDED_STEPS)
-    actual = onnx.generate_steps(PADDED_IDS, PADDED_MASK, PADDED_STEPS)
+    actual = onnx.run(PADDED_IDS, PADDED_MASK, PADDED_STEPS)
     prefill_diff = _max_diff(expected[0], actual[0], PADDED_MASK)
     decode_diffs = [_max_diff(e, a) for e, a in zip(expected[1:], actual[1:], strict=True)]
     print("padded prefill / decode max abs diff:", prefill_diff, decode_diffs)

@@ -1,0 +1,97 @@
+"""Execution providers as data: which fused kernels each one gets, for which dtypes.
+
+The graph builder and the lowering passes read these records; nothing else in the
+converter names an EP. `default` is the portable graph of standard ONNX ops only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from converter.errors import MobiusError
+
+# Fusions an EP may get; each is counted after lowering (see converter/lowering.py).
+GQA = "GroupQueryAttention"  # com.microsoft, replaces Attention (+ RotaryEmbedding inside)
+ROTARY_IN_GQA = "rotary_in_gqa"  # GQA applies rotary itself (do_rotary=1)
+SKIP_NORM = "SkipNormalization"  # com.microsoft Skip(Simplified)LayerNormalization
+MATMUL_NBITS = "MatMulNBits"  # com.microsoft int4 weights
+PACKED_QKV = "packed_qkv"  # one MatMul for q, k and v
+PACKED_GATE_UP = "packed_gate_up"  # one MatMul for gate and up
+
+DTYPES = ("f32", "f16", "bf16", "int4")
+
+
+@dataclass(frozen=True)
+class ExecutionProvider:
+    name: str
+    ort_provider: str  # onnxruntime's name, to run or to check kernels against
+    dtypes: tuple[str, ...]
+    fusions: frozenset[str]
+    int4_activation: str = "f32"  # activation dtype of int4 graphs (q4f16 on GPUs)
+    int4_accuracy_level: int = 0  # MatMulNBits accuracy_level (4: int8 compute on CPU)
+    gqa_head_size_multiple: int = 1  # GroupQueryAttention kernel constraint
+    gqa_rotary_multiple: int = 8  # do_rotary needs cos_cache dim 1 (rotary_dim / 2) % 8 == 0
+
+    def has(self, fusion: str) -> bool:
+        return fusion in self.fusions
+
+    def activation_dtype(self, dtype: str) -> str:
+        """The float dtype activations use for `dtype` (int4 means int4 weights)."""
+        return self.int4_activation if dtype == "int4" else dtype
+
+    def gqa_supported(self, head_dim: int) -> bool:
+        return self.has(GQA) and head_dim % self.gqa_head_size_multiple == 0
+
+
+_FUSED = frozenset({GQA, ROTARY_IN_GQA, SKIP_NORM, MATMUL_NBITS, PACKED_QKV, PACKED_GATE_UP})
+
+EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
+    ep.name: ep
+    for ep in (
+        ExecutionProvider("default", "CPUExecutionProvider", ("f32", "f16", "int4"), frozenset()),
+        ExecutionProvider(
+            "cpu",
+            "CPUExecutionProvider",
+            ("f32", "f16", "int4"),
+            _FUSED,
+            int4_accuracy_level=4,
+            gqa_head_size_multiple=16,  # measured: onnxruntime 1.32 refuses others at run time
+        ),
+        ExecutionProvider(
+            "cuda",
+            "CUDAExecutionProvider",
+            ("f32", "f16", "bf16", "int4"),
+            _FUSED,
+            int4_activation="f16",
+            gqa_head_size_multiple=8,
+        ),
+        ExecutionProvider(
+            "dml", "DmlExecutionProvider", ("f32", "f16", "int4"), _FUSED, int4_activation="f16"
+        ),
+        ExecutionProvider(
+            "webgpu",
+            "WebGpuExecutionProvider",
+            ("f32", "f16", "int4"),
+            _FUSED,
+            int4_activation="f16",
+        ),
+    )
+}
+
+
+def execution_provider(name: str, dtype: str) -> ExecutionProvider:
+    """The EP record, after checking that it runs `dtype`; errors before any work starts."""
+    ep = EXECUTION_PROVIDERS.get(name)
+    if ep is None:
+        raise MobiusError(
+            f"unknown execution provider {name!r}; choose from {', '.join(EXECUTION_PROVIDERS)}"
+        )
+    if dtype not in DTYPES:
+        raise MobiusError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+    if dtype not in ep.dtypes:
+        runs = [e.name for e in EXECUTION_PROVIDERS.values() if dtype in e.dtypes]
+        raise MobiusError(
+            f"execution provider {name!r} does not run {dtype} (it runs "
+            f"{', '.join(ep.dtypes)}); {dtype} is available for {', '.join(runs)}"
+        )
+    return ep

@@ -1,0 +1,211 @@
+"""Block-wise round-to-nearest (RTN) 4-bit weight quantization.
+
+A Linear weight in Hugging Face layout ``W[N, K]`` (out_features, in_features) is split along K
+into blocks of ``block_size`` values; each block gets one scale (and, when asymmetric, one zero
+point) and every value becomes a 4-bit code ``q`` in 0..15 with ``w ~ (q - zero_point) * scale``.
+
+Two encodings of the same codes:
+
+* :class:`Q4Weight` holds the ``com.microsoft.MatMulNBits`` inputs: ``B`` uint8
+  ``[N, n_blocks, block_size // 2]`` (two codes per byte, the even K index in the low nibble; K is
+  zero-padded up to a whole block), ``scales [N, n_blocks]`` and, when asymmetric, packed
+  ``zero_points [N, ceil(n_blocks / 2)]`` (block ``2j`` in the low nibble). Symmetric weights
+  carry no zero points: the kernel's default is 8.
+* :func:`to_dequantize_linear` gives the standard-ONNX form for the portable graph,
+  ``MatMul(x, DequantizeLinear(values, scales, zero_points, axis=0, block_size=block_size))``.
+
+Scale choices:
+
+* symmetric: ``scale = max|w| / 7``, codes ``8 + round(w / scale)`` in 1..15 (15 of the 16 levels).
+  Every value is then within ``scale / 2`` of its reconstruction. The llama.cpp-style
+  ``scale = -w_extreme / 8`` uses all 16 levels but can clip the opposite side by up to one full
+  step; we keep the bounded error.
+* asymmetric: the block range is widened to contain 0 (so zero padding and exact zeros stay exact
+  and the zero point always lands in 0..15), ``scale = (max - min) / 15``,
+  ``zero_point = clip(round(-min / scale), 0, 15)``; error again at most ``scale / 2``.
+
+All-zero blocks get scale 0 and reconstruct to exact zeros. All arithmetic is float32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+from numpy.typing import DTypeLike
+
+BLOCK_SIZES = (16, 32, 64, 128)
+SYMMETRIC_ZERO_POINT = 8
+DEQUANTIZE_LINEAR_AXIS = 0  # the blocked axis of to_dequantize_linear's [K, N] values
+
+# Rows are quantized in chunks of about this many values so that the float32 temporaries stay
+# cache-sized (and peak memory near the output size) instead of several copies of the tensor.
+_CHUNK_VALUES = 1 << 17
+_TINY = np.float32(np.finfo(np.float32).tiny)  # smaller scales would overflow 1 / scale
+
+
+@dataclass(frozen=True)
+class Q4Weight:
+    """One weight quantized to 4 bits, in ``com.microsoft.MatMulNBits`` layout."""
+
+    packed: np.ndarray  # uint8 [N, n_blocks, block_size // 2]
+    scales: np.ndarray  # float32 [N, n_blocks]
+    zero_points: np.ndarray | None  # uint8 [N, ceil(n_blocks / 2)]; None: symmetric (8)
+    k: int  # original K (in_features) before padding to whole blocks
+    block_size: int
+
+    @property
+    def n(self) -> int:
+        return self.packed.shape[0]
+
+    @property
+    def n_blocks(self) -> int:
+        return self.packed.shape[1]
+
+    def codes(self) -> np.ndarray:
+        """The unpacked 4-bit codes, uint8 [N, n_blocks, block_size]."""
+        return _unpack_nibbles(self.packed)
+
+    def zero_point_codes(self) -> np.ndarray:
+        """The per-block zero points, uint8 [N, n_blocks] (8 everywhere when symmetric)."""
+        if self.zero_points is None:
+            return np.full((self.n, self.n_blocks), SYMMETRIC_ZERO_POINT, np.uint8)
+        return _unpack_nibbles(self.zero_points)[:, : self.n_blocks]
+
+    def dequantize(self, scale_dtype: DTypeLike = np.float32) -> np.ndarray:
+        """float32 [N, K]: ``(q - zero_point) * scale``, the values the kernel multiplies by.
+
+        ``scale_dtype`` is the dtype the graph stores the scales in (the activation dtype): the
+        scales are rounded to it first, then the product is taken in float32, as the CPU kernel
+        does.
+        """
+        scales = self.scales.astype(scale_dtype).astype(np.float32)
+        centered = self.codes().astype(np.float32) - self.zero_point_codes()[..., None]
+        values = centered * scales[..., None]
+        return values.reshape(self.n, -1)[:, : self.k]
+
+
+def quantize_q4(weight: np.ndarray, block_size: int = 32, symmetric: bool = True) -> Q4Weight:
+    """Quantize ``weight`` [N, K] (any float dtype, memory maps included) along K."""
+    if block_size not in BLOCK_SIZES:
+        raise ValueError(f"block_size must be one of {BLOCK_SIZES}, got {block_size}")
+    if weight.ndim != 2 or 0 in weight.shape:
+        raise ValueError(f"expected a non-empty 2-D [N, K] weight, got shape {weight.shape}")
+    if not np.issubdtype(weight.dtype, np.floating) and weight.dtype != ml_dtypes.bfloat16:
+        raise ValueError(f"expected a floating-point weight, got {weight.dtype}")
+    n, k = weight.shape
+    n_blocks = -(-k // block_size)
+    packed = np.empty((n, n_blocks, block_size // 2), np.uint8)
+    scales = np.empty((n, n_blocks), np.float32)
+    zero_points = None if symmetric else np.empty((n, n_blocks), np.uint8)
+    rows = max(1, _CHUNK_VALUES // (n_blocks * block_size))
+    for start in range(0, n, rows):  # each chunk is fully vectorized; see _CHUNK_VALUES
+        part = slice(start, start + rows)
+        zp_out = None if zero_points is None else zero_points[part]
+        _quantize_rows(weight[part], block_size, packed[part], scales[part], zp_out)
+    if not np.isfinite(scales).all():
+        raise ValueError("weight contains NaN or infinite values (or a block range over float32)")
+    if zero_points is not None:
+        if n_blocks % 2:
+            zero_points = np.pad(zero_points, ((0, 0), (0, 1)))
+        zero_points = _pack_nibbles(zero_points)
+    return Q4Weight(packed, scales, zero_points, k, block_size)
+
+
+def to_dequantize_linear(q: Q4Weight) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The standard-ONNX form: ``(values [K, N], scales [n_blocks, N], zero_points | None)``.
+
+    Use as ``MatMul(x, DequantizeLinear(values, scales, zero_points, axis=0,
+    block_size=q.block_size))``: [K, N] is MatMul's right-hand layout, so no Transpose runs, and
+    the blocks run along axis 0 (K). K is not padded (MatMul needs exactly K rows); the last
+    block may be partial, as blocked DequantizeLinear allows (n_blocks = ceil(K / block_size)).
+    Symmetric codes become ``ml_dtypes.int4`` values ``q - 8`` with no zero point (default 0);
+    asymmetric ones ``ml_dtypes.uint4`` with ``uint4`` zero points [n_blocks, N]. onnx_ir.Tensor
+    takes these arrays as INT4/UINT4 and packs two per byte itself. Scales stay float32: cast them
+    to the activation dtype, which DequantizeLinear then outputs.
+    """
+    symmetric = q.zero_points is None
+    offset = SYMMETRIC_ZERO_POINT if symmetric else 0
+    codes = _unpack_transposed(q.packed.reshape(q.n, -1), offset)[: q.k]
+    scales = np.ascontiguousarray(q.scales.T)
+    if symmetric:
+        return codes.view(np.int8).view(ml_dtypes.int4), scales, None
+    zero_points = _unpack_transposed(q.zero_points)[: q.n_blocks]
+    return codes.view(ml_dtypes.uint4), scales, zero_points.view(ml_dtypes.uint4)
+
+
+def _quantize_rows(
+    weight: np.ndarray,
+    block_size: int,
+    packed: np.ndarray,
+    scales: np.ndarray,
+    zero_points: np.ndarray | None,
+) -> None:
+    """Quantize a chunk of rows into the given output slices.
+
+    The chunk is worked on transposed, one row per position in the block and one column per
+    block, so the per-block max/min, scaling and nibble pairing are all operations on long
+    contiguous rows rather than slow reductions over 16..128-value runs.
+    """
+    rows, k = weight.shape
+    n_blocks = scales.shape[1]
+    if k % block_size:
+        padded = np.zeros((rows, n_blocks * block_size), np.float32)
+        padded[:, :k] = weight
+        weight = padded
+    by_block = weight.reshape(rows * n_blocks, block_size)
+    values = np.empty((block_size, rows * n_blocks), np.float32)
+    values[...] = by_block.T  # transpose and cast to float32 in one pass
+    high = values.max(axis=0)
+    low = values.min(axis=0)
+    scale = scales.reshape(-1)
+    if zero_points is None:
+        np.maximum(high, np.negative(low, out=low), out=high)
+        np.divide(high, 7, out=scale)
+    else:
+        np.maximum(high, 0, out=high)
+        np.minimum(low, 0, out=low)
+        np.divide(high - low, 15, out=scale)
+    inverse = np.zeros_like(scale)
+    np.divide(1, scale, out=inverse, where=scale >= _TINY)
+    values *= inverse
+    if zero_points is None:
+        values += SYMMETRIC_ZERO_POINT
+    else:
+        offset = np.clip(np.rint(-low * inverse), 0, 15)
+        zero_points.reshape(-1)[...] = offset
+        values += offset
+    np.rint(values, out=values)
+    np.clip(values, 0, 15, out=values)
+    codes = values.astype(np.uint8)
+    packed[...] = _pack_nibbles(codes.T).reshape(packed.shape)
+
+
+def _pack_nibbles(codes: np.ndarray) -> np.ndarray:
+    """Pack 4-bit codes (uint8, even last dim) two per byte, the even index in the low nibble."""
+    return codes[..., 0::2] | (codes[..., 1::2] << 4)
+
+
+def _unpack_nibbles(packed: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`_pack_nibbles`: the last dim doubles."""
+    codes = np.stack((packed & 0x0F, packed >> 4), axis=-1)
+    return codes.reshape(*packed.shape[:-1], -1)
+
+
+def _unpack_transposed(packed: np.ndarray, offset: int = 0) -> np.ndarray:
+    """uint8 [R, C] packed two codes per byte -> codes minus ``offset`` [2C, R], contiguous.
+
+    The subtraction wraps in uint8, so the bytes read as int8 give signed codes. Works on a
+    cache-sized band of rows at a time, about twice as fast as one whole-array transpose.
+    """
+    rows, cols = packed.shape
+    codes = np.empty((2 * cols, rows), np.uint8)
+    band = max(1, _CHUNK_VALUES // (2 * cols))
+    for start in range(0, rows, band):
+        part = packed[start : start + band].T
+        np.bitwise_and(part, 0x0F, out=codes[0::2, start : start + band])
+        np.right_shift(part, 4, out=codes[1::2, start : start + band])
+        if offset:
+            np.subtract(codes[:, start : start + band], offset, out=codes[:, start : start + band])
+    return codes

@@ -1,0 +1,216 @@
+"""validate(): prove a package in onnxruntime against a reference, with numbers.
+
+The package runs a fixed prompt (prefill) and greedy decode steps on the host's EP. The
+reference is `transformers` on the same checkpoint when it is installed, otherwise the
+portable `default` f32 variant built on the fly. Logits are compared teacher-forced on the
+reference's greedy tokens (so every position sees the same context); greedy decoding is
+compared free-running. A variant whose EP is not on the host is checked structurally and
+reported as not executed, never as passed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from converter.execution_providers import EXECUTION_PROVIDERS
+from converter.runtime import OnnxDecoder
+from converter.source import Source, resolve_source
+
+PROMPT_LENGTH = 16
+DECODE_STEPS = 8
+
+# Chosen on a tiny *trained* Llama (tests/test_validate.py trains it): the worst value seen
+# over the families' parity configs, with headroom; see docs/validation.md.
+THRESHOLDS: dict[str, dict[str, float]] = {
+    "f32": {"max_abs_diff": 1e-4, "min_cosine": 0.99999, "top1_agreement": 1.0},
+    "f16": {"max_abs_diff": 5e-2, "min_cosine": 0.999, "top1_agreement": 0.95},
+    "bf16": {"max_abs_diff": 2e-1, "min_cosine": 0.995, "top1_agreement": 0.9},
+    "int4": {"min_cosine": 0.95, "top1_agreement": 0.75},
+}
+
+
+@dataclass
+class ValidationReport:
+    package: str
+    ep: str
+    dtype: str
+    status: str  # "passed" | "failed" | "not executed"
+    reference: str | None = None  # "transformers" | "default-f32"
+    max_abs_diff: float | None = None
+    min_cosine: float | None = None
+    top1_agreement: float | None = None
+    greedy_match: float | None = None  # leading greedy tokens equal to the reference's
+    load_seconds: float | None = None
+    tokens_per_second: float | None = None
+    thresholds: dict[str, float] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    structural: dict | None = None
+    fallbacks: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def validate(
+    package: str | Path,
+    *,
+    reference: str = "auto",
+    steps: int = DECODE_STEPS,
+    source: Source | None = None,
+) -> ValidationReport:
+    """Validate a saved package; `reference` is "auto", "transformers" or "default"."""
+    package = Path(package)
+    manifest = json.loads((package / "mobius.json").read_text())
+    ep = EXECUTION_PROVIDERS[manifest["ep"]]
+    report = ValidationReport(
+        package=str(package),
+        ep=ep.name,
+        dtype=manifest["dtype"],
+        status="not executed",
+        thresholds=THRESHOLDS[manifest["dtype"]],
+        fallbacks=manifest.get("lowering", {}).get("fallbacks", []),
+    )
+    if ep.ort_provider not in ort.get_available_providers():
+        from converter.kernels import structural_report
+
+        report.structural = structural_report(package / "model.onnx", ep.name)
+        return report
+    candidate = OnnxDecoder(package, ep.ort_provider)
+    vocab = json.loads((package / "genai_config.json").read_text())["model"]["vocab_size"]
+    prompt = np.random.default_rng(0).integers(0, vocab, size=(1, PROMPT_LENGTH))
+    source = source or _source_of(manifest)
+    with tempfile.TemporaryDirectory(prefix="mobius-reference-") as scratch:
+        ref, report.reference = _reference(reference, source, Path(scratch))
+        expected_tokens, _ = ref.greedy(prompt, steps)
+        expected = ref.run(prompt, np.ones_like(prompt), _as_steps(expected_tokens[:-1]))
+    actual = candidate.run(prompt, np.ones_like(prompt), _as_steps(expected_tokens[:-1]))
+    tokens, report.tokens_per_second = candidate.greedy(prompt, steps)
+    report.load_seconds = candidate.load_seconds
+    _compare(report, np.concatenate(expected, axis=1), np.concatenate(actual, axis=1))
+    report.greedy_match = _leading_matches(tokens, expected_tokens) / steps
+    report.status = "failed" if report.failures else "passed"
+    return report
+
+
+def format_report(report: ValidationReport) -> str:
+    """A short human table."""
+    rows = [("package", report.package), ("variant", f"{report.ep} / {report.dtype}")]
+    rows.append(("status", report.status.upper()))
+    if report.status == "not executed":
+        structural = report.structural or {}
+        rows.append(("structural check", structural.get("status", "")))
+        rows += [("unsupported op", line) for line in structural.get("unsupported_ops", [])]
+    else:
+        rows += [
+            ("reference", report.reference),
+            ("max abs diff", f"{report.max_abs_diff:.3g}"),
+            ("min cosine", f"{report.min_cosine:.6f}"),
+            ("top-1 agreement", f"{report.top1_agreement:.1%}"),
+            ("greedy match", f"{report.greedy_match:.1%}"),
+            ("load time", f"{report.load_seconds:.2f} s"),
+            ("decode speed", f"{report.tokens_per_second:.1f} tokens/s"),
+        ]
+        rows += [("failed", line) for line in report.failures]
+    rows += [("note", line) for line in report.fallbacks]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _as_steps(tokens: list[int]) -> list[np.ndarray]:
+    return [np.array([[t]], dtype=np.int64) for t in tokens]
+
+
+def _leading_matches(a: list[int], b: list[int]) -> int:
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+def _compare(report: ValidationReport, expected: np.ndarray, actual: np.ndarray) -> None:
+    e = expected.reshape(-1, expected.shape[-1]).astype(np.float64)
+    a = actual.reshape(-1, actual.shape[-1]).astype(np.float64)
+    report.max_abs_diff = float(np.abs(e - a).max())
+    norms = np.linalg.norm(e, axis=1) * np.linalg.norm(a, axis=1)
+    report.min_cosine = float(((e * a).sum(axis=1) / np.maximum(norms, 1e-30)).min())
+    report.top1_agreement = float((e.argmax(axis=1) == a.argmax(axis=1)).mean())
+    for metric, bound in report.thresholds.items():
+        value = getattr(report, metric)
+        ok = value <= bound if metric == "max_abs_diff" else value >= bound
+        if not ok:
+            report.failures.append(f"{metric} {value:.6g} misses the {report.dtype} bound {bound}")
+
+
+def _source_of(manifest: dict) -> Source:
+    origin = manifest["source"]
+    if origin.get("repo_id"):
+        return resolve_source(origin["repo_id"], revision=origin["revision"], progress=False)
+    return resolve_source(origin["path"], progress=False)
+
+
+def _reference(kind: str, source: Source, scratch: Path):
+    if kind not in ("auto", "transformers", "default"):
+        raise ValueError(f"unknown reference {kind!r}")
+    has_transformers = all(importlib.util.find_spec(m) for m in ("torch", "transformers"))
+    if kind == "transformers" or (kind == "auto" and has_transformers):
+        return TransformersReference(source.path), "transformers"
+    from converter.build import build
+
+    build(str(source.path), ep="default", dtype="f32", progress=False).save(scratch, progress=False)
+    return OnnxDecoder(scratch), "default-f32"
+
+
+class TransformersReference:
+    """transformers on the same checkpoint, f32, eager attention, with its own KV cache."""
+
+    def __init__(self, folder: Path):
+        import torch
+        import transformers
+
+        self.torch = torch
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(
+            folder, dtype=torch.float32, attn_implementation="eager"
+        ).eval()
+
+    def run(self, ids: np.ndarray, mask: np.ndarray, steps: list[np.ndarray]) -> list[np.ndarray]:
+        torch, outputs, cache = self.torch, [], None
+        position = np.clip(mask.cumsum(-1) - 1, 0, None)
+        with torch.no_grad():
+            for token in [ids, *steps]:
+                if cache is not None:
+                    mask = np.concatenate([mask, np.ones((mask.shape[0], 1), mask.dtype)], 1)
+                    position = position[:, -1:] + 1
+                out = self.model(
+                    input_ids=torch.tensor(token),
+                    attention_mask=torch.tensor(mask),
+                    position_ids=torch.tensor(position),
+                    cache=cache,
+                    use_cache=True,
+                )
+                cache = out.past_key_values
+                outputs.append(out.logits.float().numpy())
+        return outputs
+
+    def greedy(self, ids: np.ndarray, new_tokens: int) -> tuple[list[int], float]:
+        with self.torch.no_grad():
+            out = self.model.generate(
+                self.torch.tensor(ids),
+                attention_mask=self.torch.ones(ids.shape, dtype=self.torch.long),
+                max_new_tokens=new_tokens,
+                min_new_tokens=new_tokens,
+                do_sample=False,
+            )
+        return out[0, ids.shape[1] :].tolist(), float("nan")
