@@ -1,7 +1,6 @@
 """mobius converter: Hugging Face config + safetensors -> ONNX package.
 
-from converter import build
-build("Qwen/Qwen2.5-0.5B-Instruct", dtype="f16").save("out/")
+Example: ``build("Qwen/Qwen2.5-0.5B-Instruct", ep="cuda", dtype="f16").save("out/")``.
 """
 
 from converter.build import build

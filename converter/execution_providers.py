@@ -30,6 +30,7 @@ class ExecutionProvider:
     int4_activation: str = "f32"  # activation dtype of int4 graphs (q4f16 on GPUs)
     int4_accuracy_level: int = 0  # MatMulNBits accuracy_level (4: int8 compute on CPU)
     gqa_head_size_multiple: int = 1  # GroupQueryAttention kernel constraint
+    gqa_dtypes: tuple[str, ...] = ("f32", "f16")  # activation dtypes its GQA kernel runs
     gqa_rotary_multiple: int = 8  # do_rotary needs cos_cache dim 1 (rotary_dim / 2) % 8 == 0
 
     def has(self, fusion: str) -> bool:
@@ -39,8 +40,16 @@ class ExecutionProvider:
         """The float dtype activations use for `dtype` (int4 means int4 weights)."""
         return self.int4_activation if dtype == "int4" else dtype
 
-    def gqa_supported(self, head_dim: int) -> bool:
-        return self.has(GQA) and head_dim % self.gqa_head_size_multiple == 0
+    def gqa_unsupported_reason(self, head_dim: int, activation: str) -> str | None:
+        """Why this model cannot use GroupQueryAttention here (None: it can)."""
+        if activation not in self.gqa_dtypes:
+            return f"{self.name}'s GroupQueryAttention has no {activation} kernel"
+        if head_dim % self.gqa_head_size_multiple:
+            return (
+                f"head_size {head_dim} is not a multiple of {self.gqa_head_size_multiple} "
+                f"on {self.name}"
+            )
+        return None
 
 
 _FUSED = frozenset({GQA, ROTARY_IN_GQA, SKIP_NORM, MATMUL_NBITS, PACKED_QKV, PACKED_GATE_UP})
@@ -64,6 +73,7 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             _FUSED,
             int4_activation="f16",
             gqa_head_size_multiple=8,
+            gqa_dtypes=("f16", "bf16"),  # published kernel table: no f32 GroupQueryAttention
         ),
         ExecutionProvider(
             "dml", "DmlExecutionProvider", ("f32", "f16", "int4"), _FUSED, int4_activation="f16"

@@ -83,7 +83,7 @@ class DecoderBody(nn.Module):
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         self.cfg, self.dtype = cfg, dtype
-        self.kernel = AttentionKernelChoice(cfg, ep)
+        self.kernel = AttentionKernelChoice(cfg, ep, dtype)
         self.embed_tokens = Embedding(
             cfg.vocab_size, cfg.hidden_size, dtype, scale=cfg.embedding_multiplier
         )
@@ -115,28 +115,30 @@ def attention_spec(cfg: ArchitectureConfig, index: int) -> AttentionSpec:
     )
 
 
+_DTYPE_NAMES = {ir.DataType.FLOAT: "f32", ir.DataType.FLOAT16: "f16", ir.DataType.BFLOAT16: "bf16"}
+
+
 class AttentionKernelChoice:
     """GroupQueryAttention where the EP has it and its constraints hold, else standard ops.
 
     `fallback` records why a fused kernel was not used, for mobius.json and the report.
     """
 
-    def __init__(self, cfg: ArchitectureConfig, ep: ExecutionProvider):
+    def __init__(self, cfg: ArchitectureConfig, ep: ExecutionProvider, dtype: ir.DataType):
+        activation = _DTYPE_NAMES[dtype]
         self.windows = sorted(
             {cfg.sliding_window if kind == SLIDING else None for kind in cfg.layer_types},
             key=str,
         )
-        self.gqa = ep.gqa_supported(cfg.head_dim)
+        reason = ep.gqa_unsupported_reason(cfg.head_dim, activation) if ep.has(GQA_FUSION) else ""
+        self.gqa = reason is None
         ropes = [r for r in (cfg.rope, cfg.local_rope) if r is not None]
         self.rotary_inside = ep.has(ROTARY_IN_GQA) and all(
             r.dim // 2 % ep.gqa_rotary_multiple == 0 for r in ropes
         )
         self.fallbacks = []
-        if ep.has(GQA_FUSION) and not self.gqa:
-            self.fallbacks.append(
-                f"GroupQueryAttention: head_size {cfg.head_dim} is not a multiple of "
-                f"{ep.gqa_head_size_multiple} on {ep.name}; using the standard Attention op"
-            )
+        if reason:
+            self.fallbacks.append(f"standard Attention op instead of GroupQueryAttention: {reason}")
         elif self.gqa and ropes and not self.rotary_inside:
             self.fallbacks.append(
                 f"rotary outside GroupQueryAttention: rotary dim {ropes[0].dim} / 2 is not a "

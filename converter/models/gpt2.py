@@ -58,7 +58,7 @@ class GPT2Body(nn.Module):
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         self.dtype = dtype
-        self.kernel = AttentionKernelChoice(cfg, ep)
+        self.kernel = AttentionKernelChoice(cfg, ep, dtype)
         self.wte = Embedding(cfg.vocab_size, cfg.hidden_size, dtype)
         self.wpe = Embedding(cfg.max_position_embeddings, cfg.hidden_size, dtype)
         self.h = nn.ModuleList([GPT2Block(cfg, i, dtype) for i in range(cfg.num_hidden_layers)])

@@ -1,0 +1,30 @@
+"""transformers with every int4-quantized weight replaced by its dequantized value.
+
+The int4 graphs must reproduce this model up to activation rounding: that checks packing,
+layouts (Linear and Conv1D), packed projections and both int4 kernels, on any weights.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from converter.quantize import quantize_q4
+
+_FLOAT_TABLES = ("embed_tokens", "wte", "wpe", "lm_head")
+
+
+def dequantized_copy(model, block_size: int = 32, symmetric: bool = True):
+    copied = copy.deepcopy(model)
+    conv1d = model.config.model_type == "gpt2"
+    with torch.no_grad():
+        for name, param in copied.named_parameters():
+            if param.ndim != 2 or any(t in name for t in _FLOAT_TABLES):
+                continue
+            weight = param.numpy().T if conv1d else param.numpy()  # [N, K]
+            q4 = quantize_q4(np.ascontiguousarray(weight), block_size, symmetric)
+            values = q4.dequantize()
+            param.copy_(torch.from_numpy(values.T.copy() if conv1d else values))
+    return copied
