@@ -6,6 +6,7 @@ computed from the memory-mapped checkpoint only when the package is written.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from converter.components.linear import Conv1D, Linear, PackedLinear
 from converter.errors import MobiusError
 from converter.execution_providers import GQA, MATMUL_NBITS, SKIP_NORM, ExecutionProvider
 from converter.quantize import quantize_q4, to_dequantize_linear
+from converter.weights import SourceTensor, source_array
 
 MS_DOMAIN = "com.microsoft"
 LM_HEAD = "lm_head.weight"
@@ -45,9 +47,8 @@ def fold_packed_weights(model: ir.Model) -> int:
         axis = node.attributes.get_int("axis", 0)
         tensors = [p.const_value for p in parts]
 
-        def concat(tensors=tensors, axis=axis) -> ir.Tensor:
-            arrays = [t.numpy() for t in tensors]
-            return ir.Tensor(np.concatenate(arrays, axis=axis), dtype=tensors[0].dtype)
+        def concat(tensors=tensors, axis=axis) -> np.ndarray:
+            return np.concatenate([source_array(t) for t in tensors], axis=axis)
 
         dims = list(parts[0].shape.dims)
         dims[axis] = sum(p.shape.dims[axis] for p in parts)
@@ -66,12 +67,13 @@ def _packed_name(names: list[str]) -> str:
     return f"{prefix}.{'+'.join(s[1] for s in stems)}.{suffix}"
 
 
-def _replace_with_initializer(graph, node, name, compute, dtype, dims) -> ir.Value:
+def _replace_with_initializer(graph, node, name, source, dtype, dims) -> ir.Value:
+    """Replace `node`'s output by an initializer computed by `source()` when written."""
     value = ir.Value(
         name=name,
         shape=ir.Shape(dims),
         type=ir.TensorType(dtype),
-        const_value=ir.LazyTensor(compute, dtype=dtype, shape=ir.Shape(dims), name=name),
+        const_value=SourceTensor(source, dtype, dims, name),
     )
     graph.register_initializer(value)
     node.outputs[0].replace_all_uses_with(value)
@@ -90,15 +92,15 @@ def pretranspose(model: ir.Model) -> int:
             continue
         if list(node.attributes.get_ints("perm", [])) != [1, 0]:
             continue
-        source = weight.const_value
+        tensor = weight.const_value
 
-        def transposed(source=source) -> ir.Tensor:
-            return ir.Tensor(np.ascontiguousarray(source.numpy().T), dtype=source.dtype)
+        def transposed(tensor=tensor) -> np.ndarray:
+            return np.ascontiguousarray(source_array(tensor).T)
 
         out_dim, in_dim = weight.shape.dims
         graph.initializers.pop(weight.name)
         _replace_with_initializer(
-            graph, node, weight.name, transposed, source.dtype, [in_dim, out_dim]
+            graph, node, weight.name, transposed, tensor.dtype, [in_dim, out_dim]
         )
         count += 1
     return count
@@ -274,22 +276,29 @@ def _weight_of(matmul: ir.Node):
 
 
 class _LazyQ4:
-    """Quantizes one weight on first use; its parts are written one after another."""
+    """Quantizes one weight on first use and serves its parts (packed values, scales, zero
+    points) from that one result, which is dropped once every part was written. A lock
+    keeps this right when the writer runs on several threads."""
 
     def __init__(self, source: ir.TensorProtocol, layout_nk: bool, int4: Int4, form=None):
         self.source, self.layout_nk, self.int4 = source, layout_nk, int4
         self.form = form or (lambda q4: q4)  # the encoding the parts are picked from
         self._result = None
         self._served = 0
+        self._lock = threading.Lock()
         dims = source.shape.dims
         self.n, self.k = dims if layout_nk else dims[::-1]
         self.blocks = -(-self.k // int4.block_size)
 
     def part(self, pick, parts: int):
         def compute() -> ir.Tensor:
+            with self._lock:
+                return serve()
+
+        def serve() -> ir.Tensor:
             if self._result is None:
-                weight = self.source.numpy()
-                weight = weight if self.layout_nk else weight.T
+                weight = source_array(self.source)
+                weight = weight if self.layout_nk else np.ascontiguousarray(weight.T)
                 q4 = quantize_q4(weight, self.int4.block_size, self.int4.symmetric)
                 self._result = self.form(q4)
             tensor = pick(self._result)

@@ -77,7 +77,7 @@ class ModelPackage:
                 bar.total = info.total
                 bar.update(1)
 
-            ir.save(self.model, path, external_data=DATA_FILE, callback=tick)
+            ir.save(self.model, path, external_data=DATA_FILE, callback=tick, max_workers=2)
 
     def genai_config(self, generation: dict[str, Any]) -> dict[str, Any]:
         cfg = self.config

@@ -229,13 +229,30 @@ def _listing(what: str, names: list[str]) -> str:
     return f"{len(names)} tensor(s) {what}: {shown}{more}"
 
 
-def _lazy_cast(ref: TensorRef, dtype: ir.DataType) -> ir.LazyTensor:
-    target = _NUMPY_OF[dtype]
+def _lazy_cast(ref: TensorRef, dtype: ir.DataType) -> SourceTensor:
+    return SourceTensor(ref.load, dtype, ref.shape, ref.name)
 
-    def load() -> ir.Tensor:
-        array = ref.load()
-        if array.dtype != target:
-            array = array.astype(target)
-        return ir.Tensor(array, dtype=dtype, name=ref.name)
 
-    return ir.LazyTensor(load, dtype=dtype, shape=ir.Shape(ref.shape), name=ref.name)
+class SourceTensor(ir.LazyTensor):
+    """A weight computed when written: `source()` gives the array still in the checkpoint's
+    dtype; the cast to `dtype` happens last. Passes that transpose, concatenate or quantize
+    compose on `source` so they touch the narrow checkpoint dtype, not a cast copy."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source, dtype: ir.DataType, shape, name: str):
+        self.source = source
+        target = _NUMPY_OF[dtype]
+
+        def load() -> ir.Tensor:
+            array = source()
+            if array.dtype != target:
+                array = array.astype(target)
+            return ir.Tensor(array, dtype=dtype, name=name)
+
+        super().__init__(load, dtype=dtype, shape=ir.Shape(shape), name=name)
+
+
+def source_array(tensor: ir.TensorProtocol) -> np.ndarray:
+    """A tensor's values, in the checkpoint dtype when it is a SourceTensor."""
+    return tensor.source() if isinstance(tensor, SourceTensor) else tensor.numpy()
