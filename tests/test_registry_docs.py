@@ -15,18 +15,17 @@ ROOT = Path(__file__).parents[1]
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location(
-        "gen_supported_models", ROOT / "scripts" / "gen_supported_models.py"
-    )
+    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_supported_models_doc_is_current():
-    generator = _generator()
-    assert (ROOT / "docs" / "supported-models.md").read_text() == generator.render(), (
-        "docs/supported-models.md is stale: run python scripts/gen_supported_models.py"
+@pytest.mark.parametrize("name", ["supported-models.md", "execution-providers.md"])
+def test_generated_docs_are_current(name):
+    render = _generator().GENERATED[name]
+    assert (ROOT / "docs" / name).read_text() == render(), (
+        f"docs/{name} is stale: run python scripts/gen_docs.py"
     )
 
 
