@@ -1,0 +1,52 @@
+"""EP records: unsupported pairs refused up front, fallbacks recorded, missing fusions fatal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import converter.lowering as lowering
+from converter import build
+from converter.errors import MobiusError
+from converter.execution_providers import EXECUTION_PROVIDERS, execution_provider
+from converter.lowering import LoweringError
+
+TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
+
+
+@pytest.mark.parametrize(("ep", "dtype"), [("cpu", "bf16"), ("default", "bf16"), ("dml", "bf16")])
+def test_unsupported_pair_is_refused_before_any_work(ep, dtype):
+    with pytest.raises(MobiusError, match=f"{ep!r} does not run {dtype}.*available for cuda"):
+        build("no/such-repo-is-ever-contacted", ep=ep, dtype=dtype)
+
+
+def test_bad_int4_block_size_is_refused():
+    with pytest.raises(MobiusError, match="block size 48"):
+        build(str(TINY_LLAMA), ep="cpu", dtype="int4", int4_block_size=48)
+
+
+def test_every_ep_runs_f16_and_int4():
+    for ep in EXECUTION_PROVIDERS.values():
+        assert {"f16", "int4"} <= set(ep.dtypes)
+        execution_provider(ep.name, "int4")
+
+
+def test_gqa_fallback_is_recorded(tmp_path):
+    build(str(TINY_LLAMA), ep="cuda", dtype="f32", progress=False).save(tmp_path, progress=False)
+    lowering_record = json.loads((tmp_path / "mobius.json").read_text())["lowering"]
+    assert lowering_record["fusions"]["GroupQueryAttention"] == 0
+    assert any("no f32 kernel" in note for note in lowering_record["fallbacks"])
+
+
+def test_cpu_gets_gqa_when_head_size_allows():
+    package = build(str(TINY_LLAMA), ep="cpu", dtype="f32", progress=False)  # head_dim 16
+    assert package.lowering.fusions["GroupQueryAttention"] == package.config.num_hidden_layers
+    assert package.lowering.fallbacks == []
+
+
+def test_a_missing_fusion_fails_the_build(monkeypatch):
+    monkeypatch.setattr(lowering, "fuse_skip_norms", lambda model: 0)
+    with pytest.raises(LoweringError, match="expected 4 skip_norms, found 0"):
+        build(str(TINY_LLAMA), ep="cpu", dtype="f32", progress=False)
