@@ -82,7 +82,6 @@ class DecoderBody(nn.Module):
 
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
-        self.cfg, self.dtype = cfg, dtype
         self.kernel = AttentionKernelChoice(cfg, ep, dtype)
         self.embed_tokens = Embedding(
             cfg.vocab_size, cfg.hidden_size, dtype, scale=cfg.embedding_multiplier
@@ -94,7 +93,7 @@ class DecoderBody(nn.Module):
 
     def forward(self, op, input_ids, attention_mask, position_ids, past):
         x = self.embed_tokens(op, input_ids)
-        kernel = self.kernel.make(op, self.dtype, input_ids, attention_mask, position_ids)
+        kernel = self.kernel.make(op, input_ids, attention_mask, position_ids)
         presents = []
         for layer, (past_key, past_value) in zip(self.layers, past, strict=True):
             x, key, value = layer(op, x, kernel, past_key, past_value)
@@ -121,11 +120,12 @@ _DTYPE_NAMES = {ir.DataType.FLOAT: "f32", ir.DataType.FLOAT16: "f16", ir.DataTyp
 class AttentionKernelChoice:
     """GroupQueryAttention where the EP has it and its constraints hold, else standard ops.
 
-    `fallback` records why a fused kernel was not used, for mobius.json and the report.
+    `fallbacks` records why a fused kernel was not used, for mobius.json and the report.
     """
 
     def __init__(self, cfg: ArchitectureConfig, ep: ExecutionProvider, dtype: ir.DataType):
         activation = _DTYPE_NAMES[dtype]
+        self.dtype = dtype
         self.windows = sorted(
             {cfg.sliding_window if kind == SLIDING else None for kind in cfg.layer_types},
             key=str,
@@ -145,10 +145,15 @@ class AttentionKernelChoice:
                 f"multiple of {ep.gqa_rotary_multiple} on {ep.name}; using RotaryEmbedding"
             )
 
-    def make(self, op, dtype, input_ids, attention_mask, position_ids):
+    def make(self, op, input_ids, attention_mask, position_ids):
+        """The kernel for one graph, with its shared inputs (masks, lengths, rotary tables)."""
         if self.gqa:
-            return GroupQueryAttention(op, dtype, attention_mask, position_ids, self.rotary_inside)
-        return StandardAttention(op, dtype, input_ids, attention_mask, position_ids, self.windows)
+            return GroupQueryAttention(
+                op, self.dtype, attention_mask, position_ids, self.rotary_inside
+            )
+        return StandardAttention(
+            op, self.dtype, input_ids, attention_mask, position_ids, self.windows
+        )
 
 
 class DecoderLM(nn.Module):

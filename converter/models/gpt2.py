@@ -57,7 +57,6 @@ class GPT2Block(nn.Module):
 class GPT2Body(nn.Module):
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
-        self.dtype = dtype
         self.kernel = AttentionKernelChoice(cfg, ep, dtype)
         self.wte = Embedding(cfg.vocab_size, cfg.hidden_size, dtype)
         self.wpe = Embedding(cfg.max_position_embeddings, cfg.hidden_size, dtype)
@@ -66,7 +65,7 @@ class GPT2Body(nn.Module):
 
     def forward(self, op, input_ids, attention_mask, position_ids, past):
         x = op.Add(self.wte(op, input_ids), self.wpe(op, position_ids))
-        kernel = self.kernel.make(op, self.dtype, input_ids, attention_mask, position_ids)
+        kernel = self.kernel.make(op, input_ids, attention_mask, position_ids)
         presents = []
         for block, (past_key, past_value) in zip(self.h, past, strict=True):
             x, key, value = block(op, x, kernel, past_key, past_value)
