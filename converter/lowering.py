@@ -411,6 +411,9 @@ def _to_dequantize_linear(graph, matmul, name, q: _LazyQ4, act) -> None:
 
 
 def _swap(graph: ir.Graph, old: ir.Node, new: ir.Node) -> None:
+    """Replace `old` by `new`, keeping the output's name (it may be a graph output)."""
     graph.insert_before(old, new)
-    old.outputs[0].replace_all_uses_with(new.outputs[0])
+    name = old.outputs[0].name
+    old.outputs[0].replace_all_uses_with(new.outputs[0], replace_graph_outputs=True)
     graph.remove(old, safe=True)
+    new.outputs[0].name = name

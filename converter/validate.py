@@ -26,13 +26,14 @@ from converter.source import Source, resolve_source
 PROMPT_LENGTH = 16
 DECODE_STEPS = 8
 
-# Chosen on a tiny *trained* Llama (tests/test_validate.py trains it): the worst value seen
-# over the families' parity configs, with headroom; see docs/validation.md.
+# Picked on the tiny *trained* Llama of examples/ and three scratch variants (84 runs):
+# max_abs_diff 3x the worst measured, cosine 1 - 10x the worst gap, top-1 one flipped row
+# below the worst; every deliberately broken package fails them. See docs/validation.md.
 THRESHOLDS: dict[str, dict[str, float]] = {
     "f32": {"max_abs_diff": 1e-4, "min_cosine": 0.99999, "top1_agreement": 1.0},
-    "f16": {"max_abs_diff": 5e-2, "min_cosine": 0.999, "top1_agreement": 0.95},
-    "bf16": {"max_abs_diff": 2e-1, "min_cosine": 0.995, "top1_agreement": 0.9},
-    "int4": {"min_cosine": 0.95, "top1_agreement": 0.75},
+    "f16": {"max_abs_diff": 2.5e-2, "min_cosine": 0.9999, "top1_agreement": 0.95},
+    "bf16": {"max_abs_diff": 3e-1, "min_cosine": 0.995, "top1_agreement": 0.9},
+    "int4": {"min_cosine": 0.7, "top1_agreement": 0.7},
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import onnxruntime as ort
 import pytest
 
 import converter.lowering as lowering
@@ -50,3 +51,13 @@ def test_a_missing_fusion_fails_the_build(monkeypatch):
     monkeypatch.setattr(lowering, "fuse_skip_norms", lambda model: 0)
     with pytest.raises(LoweringError, match="expected 4 skip_norms, found 0"):
         build(str(TINY_LLAMA), ep="cpu", dtype="f32", progress=False)
+
+
+@pytest.mark.parametrize("ep", ["default", "cpu"])
+def test_int4_lm_head_is_quantized_and_logits_keep_their_name(ep, tmp_path):
+    plain = build(str(TINY_LLAMA), ep=ep, dtype="int4", progress=False)
+    with_head = build(str(TINY_LLAMA), ep=ep, dtype="int4", int4_lm_head=True, progress=False)
+    assert with_head.lowering.fusions["int4_matmuls"] == plain.lowering.fusions["int4_matmuls"] + 1
+    with_head.save(tmp_path, progress=False)
+    session = ort.InferenceSession(str(tmp_path / "model.onnx"), providers=["CPUExecutionProvider"])
+    assert session.get_outputs()[0].name == "logits"
