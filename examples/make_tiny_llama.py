@@ -1,7 +1,10 @@
-"""Regenerate `examples/tiny-llama`: a random-weight Llama with a small trained BPE tokenizer.
+"""Regenerate `examples/tiny-llama`: a tiny Llama and BPE tokenizer, both trained on CORPUS.
 
-The output is deterministic (fixed seed, sorted JSON), so running this script twice yields
-byte-identical files. It needs only ``tokenizers``, ``numpy``, ``ml_dtypes`` and ``safetensors``.
+The model is trained with torch as a next-token LM on random windows of the tokenized corpus,
+then saved as bfloat16. The output is deterministic (fixed seed, deterministic single-threaded
+training, sorted JSON), so running this script twice on one machine yields byte-identical files.
+It needs the test extras (``pip install -e .[test]``: torch, transformers, tokenizers) and about
+half a minute of CPU.
 
     python examples/make_tiny_llama.py
 """
@@ -12,15 +15,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes
-import numpy as np
-from safetensors.numpy import save_file
+import torch
+from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import LlamaConfig, LlamaForCausalLM
 
 OUT_DIR = Path(__file__).resolve().parent / "tiny-llama"
 SEED = 1234
 VOCAB_SIZE = 512  # special tokens + 256 byte-level symbols + learned merges
 HIDDEN, INTERMEDIATE, LAYERS, HEADS, KV_HEADS, HEAD_DIM = 64, 128, 2, 4, 2, 16
+STEPS, BATCH, WINDOW, LR = 300, 16, 64, 3e-3  # next-token training on random corpus windows
 
 BOS, EOS, USER, ASSISTANT, SYSTEM, END = (
     "<|begin_of_text|>",
@@ -104,39 +108,37 @@ def train_tokenizer() -> Tokenizer:
     return tok
 
 
-def make_weights(vocab: int) -> dict[str, np.ndarray]:
-    """Random HF Llama state dict in bfloat16.
+def train(config: dict[str, Any], ids: list[int]) -> tuple[dict[str, torch.Tensor], float]:
+    """Train a LlamaForCausalLM built from `config` on random windows of `ids`.
 
-    A plain std=0.02 init gives near-uniform attention, so the next token would depend almost
-    only on the previous one and RoPE / KV-cache bugs would go unnoticed. Larger q/k/v/o/MLP and
-    embedding scales make the logits depend on context and position.
+    Returns the bfloat16 state dict and the mean loss of the last 20 steps. Seeded, deterministic
+    and single-threaded, so the weights are byte-identical from run to run on one machine.
     """
-    rng = np.random.default_rng(SEED)
-
-    def mat(rows: int, cols: int, std: float) -> np.ndarray:
-        return rng.normal(0.0, std, size=(rows, cols)).astype(ml_dtypes.bfloat16)
-
-    def norm() -> np.ndarray:
-        return (1.0 + rng.normal(0.0, 0.05, size=(HIDDEN,))).astype(ml_dtypes.bfloat16)
-
-    q_dim, kv_dim = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
-    weights = {"model.embed_tokens.weight": mat(vocab, HIDDEN, 0.2)}
-    for i in range(LAYERS):
-        p = f"model.layers.{i}"
-        weights |= {
-            f"{p}.self_attn.q_proj.weight": mat(q_dim, HIDDEN, 0.2),
-            f"{p}.self_attn.k_proj.weight": mat(kv_dim, HIDDEN, 0.2),
-            f"{p}.self_attn.v_proj.weight": mat(kv_dim, HIDDEN, 0.1),
-            f"{p}.self_attn.o_proj.weight": mat(HIDDEN, q_dim, 0.1),
-            f"{p}.mlp.gate_proj.weight": mat(INTERMEDIATE, HIDDEN, 0.1),
-            f"{p}.mlp.up_proj.weight": mat(INTERMEDIATE, HIDDEN, 0.1),
-            f"{p}.mlp.down_proj.weight": mat(HIDDEN, INTERMEDIATE, 0.1),
-            f"{p}.input_layernorm.weight": norm(),
-            f"{p}.post_attention_layernorm.weight": norm(),
-        }
-    weights["model.norm.weight"] = norm()
-    weights["lm_head.weight"] = mat(vocab, HIDDEN, 0.2)
-    return weights
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    torch.manual_seed(SEED)
+    try:
+        model = LlamaForCausalLM(LlamaConfig(**config, attn_implementation="eager"))
+        model.train()
+        data = torch.tensor(ids)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1 - s / STEPS)
+        losses = []
+        for _ in range(STEPS):
+            starts = torch.randint(0, len(ids) - WINDOW, (BATCH,))
+            batch = torch.stack([data[s : s + WINDOW] for s in starts.tolist()])
+            loss = model(input_ids=batch, labels=batch).loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            losses.append(loss.item())
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic)
+    state = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in model.state_dict().items()}
+    return state, sum(losses[-20:]) / 20
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
@@ -183,33 +185,33 @@ def main() -> None:
             "do_sample": False,
         },
     )
-    write_json(
-        OUT_DIR / "config.json",
-        {
-            "architectures": ["LlamaForCausalLM"],
-            "model_type": "llama",
-            "vocab_size": vocab,
-            "hidden_size": HIDDEN,
-            "intermediate_size": INTERMEDIATE,
-            "num_hidden_layers": LAYERS,
-            "num_attention_heads": HEADS,
-            "num_key_value_heads": KV_HEADS,
-            "head_dim": HEAD_DIM,
-            "max_position_embeddings": 512,
-            "rms_norm_eps": 1e-5,
-            "rope_theta": 10000.0,
-            "hidden_act": "silu",
-            "attention_bias": False,
-            "mlp_bias": False,
-            "tie_word_embeddings": False,
-            "torch_dtype": "bfloat16",
-            "bos_token_id": bos_id,
-            "eos_token_id": eos_id,
-            "pad_token_id": eos_id,
-        },
-    )
-    save_file(make_weights(vocab), str(OUT_DIR / "model.safetensors"), metadata={"format": "pt"})
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "vocab_size": vocab,
+        "hidden_size": HIDDEN,
+        "intermediate_size": INTERMEDIATE,
+        "num_hidden_layers": LAYERS,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": KV_HEADS,
+        "head_dim": HEAD_DIM,
+        "max_position_embeddings": 512,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+        "hidden_act": "silu",
+        "attention_bias": False,
+        "mlp_bias": False,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "bos_token_id": bos_id,
+        "eos_token_id": eos_id,
+        "pad_token_id": eos_id,
+    }
+    write_json(OUT_DIR / "config.json", config)
+    weights, loss = train(config, tok.encode(CORPUS).ids)
+    save_file(weights, str(OUT_DIR / "model.safetensors"), metadata={"format": "pt"})
     print(f"wrote {OUT_DIR} (vocab={vocab}, bos={bos_id}, eos={eos_id}, end={end_id})")
+    print(f"trained {STEPS} steps, final loss {loss:.3f}")
 
 
 if __name__ == "__main__":
