@@ -1,11 +1,15 @@
-"""The `mobius` command line."""
+"""The converter's commands (`build`, `validate`, `list`) and the shared command runner.
+
+Each layer registers its own subcommands; `mobius/cli.py` composes them all into the
+`mobius` command, so the converter never imports the layers above it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from converter.build import build
@@ -14,12 +18,11 @@ from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
 from converter.registry import FAMILIES
 from converter.validate import DECODE_STEPS, format_report, validate
 
+Registrar = Callable[[argparse._SubParsersAction], None]
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mobius", description=__doc__)
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    commands = parser.add_subparsers(dest="command", required=True)
 
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add `build`, `validate` and `list`; each sets `handler`, which returns an exit code."""
     b = commands.add_parser("build", help="convert a Hub repo or local folder to an ONNX package")
     b.add_argument("--model", required=True, help="Hub repo id or local folder")
     b.add_argument("--output", required=True, type=Path, help="folder to write the package to")
@@ -36,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
+    b.set_defaults(handler=_build)
 
     v = commands.add_parser("validate", help="check a package in onnxruntime against a reference")
     v.add_argument("package", type=Path, help="a folder written by `mobius build`")
@@ -50,13 +54,14 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
+    v.set_defaults(handler=_validate)
 
     listing = commands.add_parser("list", help="list what mobius supports")
     listing.add_argument("what", choices=("models",))
-    return parser
+    listing.set_defaults(handler=_list_models)
 
 
-def _build(args: argparse.Namespace) -> None:
+def _build(args: argparse.Namespace) -> int:
     package = build(
         args.model,
         ep=args.ep,
@@ -69,6 +74,7 @@ def _build(args: argparse.Namespace) -> None:
     )
     out = package.save(args.output, progress=not args.no_progress)
     print(f"wrote {package.config.model_type} ({args.ep}, {args.dtype}) package to {out.resolve()}")
+    return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -80,27 +86,34 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if report.status == "failed" else 0
 
 
-def _list_models() -> None:
+def _list_models(args: argparse.Namespace) -> int:
     width = max(len(t) for t in FAMILIES)
     for model_type, family in sorted(FAMILIES.items()):
         print(f"{model_type:<{width}}  {family.task:<16} e.g. {', '.join(family.examples)}")
+    return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def run(argv: Sequence[str] | None, registrars: Sequence[Registrar]) -> int:
+    """Parse with every layer's subcommands and run one: a one-line error, exit 1, on bad
+    input; the traceback only with --debug."""
+    parser = argparse.ArgumentParser(prog="mobius", description="Hugging Face models to ONNX.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for add_commands in registrars:
+        add_commands(commands)
+    args = parser.parse_args(argv)
     try:
-        if args.command == "build":
-            _build(args)
-        elif args.command == "validate":
-            return _validate(args)
-        else:
-            _list_models()
+        return args.handler(args)
     except (MobiusError, OSError) as err:
         if args.debug:
             raise
         print(f"mobius: error: {err}", file=sys.stderr)
         return 1
-    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The converter's commands alone (the full `mobius` command is mobius.cli.main)."""
+    return run(argv, [register])
 
 
 if __name__ == "__main__":

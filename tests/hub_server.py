@@ -1,9 +1,15 @@
 """A loopback Hugging Face Hub for tests: the real `huggingface_hub` client talks to it over HTTP.
 
-`FakeHub` keeps repos (commits, refs, files) in memory and serves what the client needs for
-`HfApi.model_info`, `HfApi.list_repo_tree`, `hf_hub_download` and `snapshot_download`. Errors
-carry the `X-Error-Code` header the client turns into typed exceptions. Routes are a table, so a
-later test can add endpoints with `add_route` (commits, pull requests, discussions...).
+`FakeHub` keeps repos (commits, refs, files, discussions) in memory. This module holds the data
+model, the access rules, the read side (`model_info`, `list_repo_tree`, `hf_hub_download`,
+`snapshot_download`) and the HTTP plumbing; `tests/hub_api.py` serves the write side (whoami,
+repo create/delete, preupload, LFS, commits, pull requests, discussions, refs). Errors carry the
+`X-Error-Code` header the client turns into typed exceptions. Routes are a table, so a test can
+add or override endpoints with `add_route`, or make one fail with `failing`.
+
+Access: a token maps to a user; every valid token may read every repo (private and gated ones
+included); writing needs the repo's namespace to be the user's or one of their orgs'; like the
+real Hub, any signed-in user may open a pull request on a repo they can read.
 """
 
 from __future__ import annotations
@@ -12,7 +18,8 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -74,10 +81,35 @@ class HubError(Exception):
 @dataclass
 class Commit:
     sha: str
-    files: dict[str, bytes]
+    files: dict[str, bytes]  # the whole tree at this commit
     title: str
     parents: list[str]
     date: str
+    description: str = ""
+    author: str | None = None
+
+
+@dataclass
+class Discussion:
+    """A discussion or pull request; a PR's changes live on the branch `refs/pr/{num}`."""
+
+    num: int
+    title: str
+    author: str
+    is_pull_request: bool
+    created_at: str
+    status: str = "open"  # "open" | "closed" | "merged" | "draft"
+    target: str = "main"  # the branch a PR merges into
+    base: str | None = None  # the commit a PR branched from
+    merge_commit: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)  # comment, commit, status-change
+
+    @property
+    def ref(self) -> str:
+        return f"refs/pr/{self.num}"
+
+    def comments(self) -> list[str]:
+        return [e["data"]["latest"]["raw"] for e in self.events if e["type"] == "comment"]
 
 
 @dataclass
@@ -87,12 +119,25 @@ class Repo:
     gated: bool = False
     refs: dict[str, str] = field(default_factory=dict)  # "main", tags, "refs/pr/N" -> sha
     commits: dict[str, Commit] = field(default_factory=dict)
+    discussions: list[Discussion] = field(default_factory=list)  # num N is discussions[N - 1]
+    lfs: dict[str, bytes] = field(default_factory=dict)  # sha256 -> uploaded LFS object
+
+    @property
+    def namespace(self) -> str:
+        return self.repo_id.split("/")[0]
+
+    def files(self, ref: str = "main") -> dict[str, bytes]:
+        """The tree at a branch, `refs/pr/N` or sha (for tests)."""
+        return self.commits[self.refs.get(ref, ref)].files
+
+    def pull_requests(self) -> list[Discussion]:
+        return [d for d in self.discussions if d.is_pull_request]
 
 
 Route = Callable[[Request, re.Match[str]], Response]
 
 
-def _now() -> str:
+def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
@@ -100,8 +145,11 @@ def git_blob_sha(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def is_lfs(path: str, data: bytes) -> bool:
-    return path.endswith(LFS_SUFFIXES) or len(data) >= LFS_MIN_SIZE
+def is_lfs(path: str, data: bytes, size: int | None = None) -> bool:
+    """Stored in LFS: by suffix, size, or binary content (`data` may be just the 512-byte sample
+    the client sends to preupload, then `size` is the file's)."""
+    size = len(data) if size is None else size
+    return path.endswith(LFS_SUFFIXES) or size >= LFS_MIN_SIZE or b"\0" in data[:512]
 
 
 def lfs_pointer(data: bytes) -> bytes:
@@ -119,12 +167,14 @@ def _card_data(readme: bytes | None) -> dict[str, Any] | None:
 
 
 class FakeHub:
-    """An in-memory Hub on 127.0.0.1. Any token in `tokens` unlocks every private and gated repo."""
+    """An in-memory Hub on 127.0.0.1. Any token in `tokens` unlocks every private and gated repo
+    for reading; writes follow namespaces (see the module docstring)."""
 
     def __init__(self, port: int = 0) -> None:
         self.port = port
         self.repos: dict[str, Repo] = {}
         self.tokens: dict[str, str] = {}  # token -> user name
+        self.orgs: dict[str, set[str]] = {}  # org name -> member user names
         self.requests: list[Request] = []
         self.lock = threading.RLock()
         self.routes: list[tuple[str, re.Pattern[str], Route]] = []
@@ -141,6 +191,9 @@ class FakeHub:
             self.add_route(
                 method, rf"/{REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)", self.resolve_file
             )
+        from tests.hub_api import WriteApi  # the write side, in its own module; it imports this one
+
+        self.writes = WriteApi(self)
 
     # -- life cycle ------------------------------------------------------------------------
     @property
@@ -171,9 +224,12 @@ class FakeHub:
         self.stop()
 
     # -- store -----------------------------------------------------------------------------
-    def add_token(self, token: str, user: str = "tester") -> None:
+    def add_token(self, token: str, user: str = "tester", orgs: tuple[str, ...] = ()) -> None:
+        """Accept `token` as `user`, a member of `orgs` (who may then write to their repos)."""
         with self.lock:
             self.tokens[token] = user
+            for org in orgs:
+                self.orgs.setdefault(org, set()).add(user)
 
     def add_repo(
         self, repo_id: str, files: dict[str, bytes], *, gated: bool = False, private: bool = False
@@ -193,17 +249,52 @@ class FakeHub:
             repo = self.repos[repo_id]
             parent = repo.refs.get(branch, repo.refs.get("main"))
             tree = {**(repo.commits[parent].files if parent else {}), **files}
-            seed = json.dumps(
-                [repo_id, parent, title, sorted(git_blob_sha(b) for b in files.values())]
-            )
-            sha = hashlib.sha1(f"{seed}{len(repo.commits)}".encode()).hexdigest()
-            repo.commits[sha] = Commit(sha, tree, title, [parent] if parent else [], _now())
+            return self.add_commit(repo, branch, parent, tree, title)
+
+    def add_commit(
+        self,
+        repo: Repo,
+        branch: str,
+        parent: str | None,
+        tree: dict[str, bytes],
+        title: str,
+        description: str = "",
+        author: str | None = None,
+    ) -> str:
+        """Record a commit holding the whole `tree` and point `branch` at it; returns its sha."""
+        with self.lock:
+            blobs = sorted(git_blob_sha(b) for b in tree.values())
+            seed = json.dumps([repo.repo_id, parent, title, blobs, len(repo.commits)])
+            sha = hashlib.sha1(seed.encode()).hexdigest()
+            parents = [parent] if parent else []
+            repo.commits[sha] = Commit(sha, tree, title, parents, now(), description, author)
             repo.refs[branch] = sha
             return sha
 
     def add_route(self, method: str, pattern: str, handler: Route, *, first: bool = False) -> None:
         """Serve `method` requests whose raw path fully matches `pattern` (first match wins)."""
         self.routes.insert(0 if first else len(self.routes), (method, re.compile(pattern), handler))
+
+    @contextmanager
+    def failing(
+        self, method: str, pattern: str, status: int = 500, message: str = "Internal Error"
+    ) -> Iterator[list[Request]]:
+        """Within the block, `method` requests matching `pattern` fail with `status`; yields the
+        failed requests."""
+        failed: list[Request] = []
+
+        def fail(request: Request, match: re.Match[str]) -> Response:
+            failed.append(request)
+            raise HubError(status, None, message)
+
+        entry = (method, re.compile(pattern), fail)
+        with self.lock:
+            self.routes.insert(0, entry)
+        try:
+            yield failed
+        finally:
+            with self.lock:
+                self.routes.remove(entry)
 
     # -- access rules ----------------------------------------------------------------------
     def user(self, request: Request) -> str | None:
@@ -214,6 +305,16 @@ class FakeHub:
         if token not in self.tokens:
             raise HubError(401, None, "Invalid credentials in Authorization header")
         return self.tokens[token]
+
+    def signed_in(self, request: Request) -> str:
+        """The caller's user name; anonymous callers are refused (401)."""
+        user = self.user(request)
+        if user is None:
+            raise HubError(401, None, "You must be authenticated to do this: no token was sent")
+        return user
+
+    def can_write(self, user: str, namespace: str) -> bool:
+        return namespace == user or user in self.orgs.get(namespace, set())
 
     def repo(self, request: Request, repo_id: str, *, content: bool = False) -> Repo:
         """The repo if the caller may see it; `content=True` also applies the gate (downloads)."""

@@ -1,0 +1,1 @@
+"""The `mobius` application: one command line composed from every layer's commands."""

@@ -1,0 +1,5 @@
+import sys
+
+from mobius.cli import main
+
+sys.exit(main())

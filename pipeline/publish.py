@@ -1,0 +1,349 @@
+"""Deliver converted packages to the Hub: a pull request on the source repo, or a new repo.
+
+Layout: each variant under `onnx/<ep>-<dtype>/`; the card at `onnx/README.md` in a PR (the
+source README stays as it is) or at `README.md` in a `{namespace}/{name}-ONNX` repo. Everything
+goes in one commit, which the Hub applies atomically: a failure leaves no PR and no half-filled
+repo behind (a repo this call created is deleted again), and raises `PublishError`.
+
+Dedupe: a PR by the same bot user whose hidden marker names the same source revision and covers
+the requested variants answers the request: an open one is returned instead of a new one, a
+closed or merged one means "already handled" unless `force`. `already_published` checks before
+converting; `publish` checks again before uploading and just before the commit. In repo mode,
+a repo whose variant manifests already name the source revision needs no new conversion.
+
+Tokens: calls authenticate with the given token only; no message this module writes holds it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import httpx2
+from huggingface_hub import CommitOperationAdd, HfApi
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    HfHubHTTPError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+
+from converter.errors import MobiusError
+from model_cards import card_path
+
+Mode = Literal["pr", "repo", "none"]
+MODES = ("pr", "repo", "none")
+FOLDER = re.compile(r"onnx/[A-Za-z0-9][A-Za-z0-9._-]*")
+MARKER = re.compile(r"<!-- mobius: (\{.*?\}) -->")
+TOKEN_LIKE = re.compile(r"hf_[A-Za-z0-9]{8,}")
+
+
+class PublishError(MobiusError):
+    """Publishing failed and left nothing on the Hub; the message never holds a token."""
+
+
+@dataclass(frozen=True)
+class PublishTarget:
+    """Where to publish: "pr" on the source repo, "repo" `{namespace}/{name}-ONNX` (namespace
+    defaults to the token's user), or "none". `force` opens a new PR even when a closed or
+    merged one already handled the same revision."""
+
+    mode: Mode
+    namespace: str | None = None
+    private: bool = False
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"publish mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+
+
+@dataclass(frozen=True)
+class Published:
+    """The outcome. `reused`: nothing was committed because the Hub already had the result.
+
+    `outcome`: "opened" (new PR), "existing" (an open PR covers it), "closed" / "merged" (a PR
+    for this revision was closed or merged before; `force` opens a new one), "created" /
+    "updated" / "unchanged" (repo mode), "skipped" (mode "none").
+    """
+
+    url: str
+    mode: str
+    reused: bool
+    outcome: str = "opened"
+
+    def describe(self) -> str:
+        """One line for people."""
+        return {
+            "opened": f"opened pull request {self.url}",
+            "existing": f"an open pull request already has these variants: {self.url}",
+            "closed": f"a pull request for this revision was closed: {self.url} "
+            "(not reopened; force to open a new one)",
+            "merged": f"a pull request for this revision was merged: {self.url} "
+            "(force to open a new one)",
+            "created": f"created {self.url}",
+            "updated": f"updated {self.url}",
+            "unchanged": f"{self.url} already holds these files; nothing to commit",
+            "skipped": "not published",
+        }[self.outcome]
+
+
+@dataclass(frozen=True)
+class ExistingPR:
+    url: str
+    num: int
+    status: str  # "open" | "draft" | "closed" | "merged"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in ("open", "draft")
+
+
+def pr_marker(source_sha: str, variants: list[str]) -> str:
+    """The hidden, machine-readable line a PR description carries for dedupe."""
+    data = {"revision": source_sha, "variants": sorted(variants)}
+    return f"<!-- mobius: {json.dumps(data, sort_keys=True)} -->"
+
+
+def find_existing_pr(
+    api: HfApi, repo_id: str, source_sha: str, variants: list[str], bot_user: str
+) -> ExistingPR | None:
+    """The PR by `bot_user` on `repo_id` made from `source_sha` that covers `variants`:
+    an open one if any, else the newest closed or merged one, else None."""
+    handled: ExistingPR | None = None
+    wanted = set(variants)
+    for pr in api.get_repo_discussions(repo_id, author=bot_user, discussion_type="pull_request"):
+        if pr.author != bot_user:
+            continue
+        details = api.get_discussion_details(repo_id, pr.num)
+        opening = next((e for e in details.events if e.type == "comment"), None)
+        marker = MARKER.search(getattr(opening, "content", "") or "")
+        if marker is None:
+            continue
+        try:
+            data = json.loads(marker[1])
+        except ValueError:
+            continue
+        if data.get("revision") != source_sha or not wanted <= set(data.get("variants", [])):
+            continue
+        found = ExistingPR(pr.url, pr.num, pr.status)
+        if found.is_open:
+            return found
+        handled = handled or found  # discussions come newest first
+    return handled
+
+
+def already_published(
+    source_repo_id: str, source_sha: str, variants: list[str], target: PublishTarget, token: str
+) -> Published | None:
+    """What answers this request before converting, or None when a conversion is needed.
+
+    PR mode: an earlier PR (see `find_existing_pr`). Repo mode: the target repo already holds
+    every variant folder built from `source_sha` (unless `force`).
+    """
+    if target.mode == "none":
+        return None
+    api = _api(token)
+    with _reported(target.mode, f"{api.endpoint}/{source_repo_id}", token):
+        user = api.whoami()["name"]
+        if target.mode == "pr":
+            existing = find_existing_pr(api, source_repo_id, source_sha, variants, user)
+            return _answer(existing, target.force)
+        repo_id = onnx_repo_id(source_repo_id, target.namespace or user)
+        if target.force or not _holds(api, repo_id, source_repo_id, source_sha, variants):
+            return None
+        return Published(f"{api.endpoint}/{repo_id}", "repo", True, "unchanged")
+
+
+def publish(
+    source_repo_id: str,
+    source_sha: str,
+    package_dirs: dict[str, Path],
+    card_text: str,
+    pr_title: str,
+    pr_description: str,
+    target: PublishTarget,
+    token: str,
+) -> Published:
+    """Publish `package_dirs` ({"onnx/<ep>-<dtype>": local package folder}) built from
+    `source_repo_id` at `source_sha`, with the card, in one commit (see the module doc)."""
+    if target.mode == "none":
+        return Published("", "none", False, "skipped")
+    api = _api(token)
+    description = f"{pr_description.rstrip()}\n\n{pr_marker(source_sha, list(package_dirs))}\n"
+    with _reported(target.mode, f"{api.endpoint}/{source_repo_id}", token):
+        _check_packages(source_repo_id, source_sha, package_dirs)
+        user = api.whoami()["name"]
+        operations = _operations(package_dirs, card_text, card_path(target.mode))
+        change = _Change(operations, pr_title, description, sorted(package_dirs))
+        if target.mode == "pr":
+            return _publish_pr(api, source_repo_id, source_sha, change, target.force, user)
+        repo_id = onnx_repo_id(source_repo_id, target.namespace or user)
+        with _reported(target.mode, f"{api.endpoint}/{repo_id}", token):
+            return _publish_repo(api, repo_id, change, target.private)
+
+
+def _api(token: str) -> HfApi:
+    if not token:
+        raise PublishError("publishing needs a Hub token (none was given)")
+    return HfApi(token=token)
+
+
+@contextmanager
+def _reported(mode: str, where: str, token: str) -> Iterator[None]:
+    """Every failure inside becomes one clear PublishError without the token (or its cause)."""
+    try:
+        yield
+    except PublishError as err:
+        raise PublishError(_scrub(str(err), token)) from None
+    except Exception as err:
+        raise PublishError(_scrub(_explain(err, mode, where), token)) from None
+
+
+@dataclass(frozen=True)
+class _Change:
+    """The one commit: files (packages + card), title, description with marker, variants."""
+
+    operations: list[CommitOperationAdd]
+    title: str
+    description: str
+    variants: list[str]
+
+
+def _publish_pr(
+    api: HfApi, repo_id: str, sha: str, change: _Change, force: bool, user: str
+) -> Published:
+    answer = _answer(find_existing_pr(api, repo_id, sha, change.variants, user), force)
+    if answer is not None:
+        return answer
+    api.preupload_lfs_files(repo_id, additions=change.operations, create_pr=True, free_memory=False)
+    # another worker may have opened the same PR while the files were uploading
+    answer = _answer(find_existing_pr(api, repo_id, sha, change.variants, user), force)
+    if answer is not None:
+        return answer
+    info = api.create_commit(
+        repo_id,
+        change.operations,
+        commit_message=change.title,
+        commit_description=change.description,
+        create_pr=True,
+        parent_commit=sha,
+    )
+    return Published(str(info.pr_url), "pr", False, "opened")
+
+
+def _publish_repo(api: HfApi, repo_id: str, change: _Change, private: bool) -> Published:
+    url = f"{api.endpoint}/{repo_id}"
+    existed = api.repo_exists(repo_id)
+    if existed and private and not api.model_info(repo_id).private:
+        raise PublishError(f"{url} exists and is public; it was asked to be private")
+    try:
+        api.create_repo(repo_id, private=private, exist_ok=existed)
+    except HfHubHTTPError as err:
+        if err.response.status_code != 409:
+            raise
+        existed = True  # someone created it meanwhile: it is not ours to delete
+    try:
+        head = api.model_info(repo_id).sha
+        info = api.create_commit(
+            repo_id,
+            change.operations,
+            commit_message=change.title,
+            commit_description=change.description,
+            parent_commit=head,
+        )
+    except Exception as err:
+        if not existed:
+            try:
+                api.delete_repo(repo_id, missing_ok=True)
+            except Exception as cleanup:
+                raise PublishError(
+                    f"{_explain(err, 'repo', url)}; the new repo could not be deleted again "
+                    f"({type(cleanup).__name__}), remove it by hand"
+                ) from None
+        raise
+    if not existed:
+        return Published(url, "repo", False, "created")
+    changed = info.oid != head
+    return Published(url, "repo", not changed, "updated" if changed else "unchanged")
+
+
+def _answer(existing: ExistingPR | None, force: bool) -> Published | None:
+    if existing is None or (not existing.is_open and force):
+        return None
+    return Published(existing.url, "pr", True, "existing" if existing.is_open else existing.status)
+
+
+def onnx_repo_id(source_repo_id: str, namespace: str) -> str:
+    """The repo mode target: `{namespace}/{name}-ONNX`."""
+    return f"{namespace}/{source_repo_id.rsplit('/', 1)[-1]}-ONNX"
+
+
+def _holds(api: HfApi, repo_id: str, source_repo_id: str, sha: str, variants: list[str]) -> bool:
+    """Whether `repo_id` has every variant folder with a manifest of `source_repo_id@sha`."""
+    for folder in variants:
+        try:
+            manifest = Path(api.hf_hub_download(repo_id, f"{folder}/mobius.json"))
+        except (RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError):
+            return False
+        source = json.loads(manifest.read_text()).get("source", {})
+        if (source.get("repo_id"), source.get("revision")) != (source_repo_id, sha):
+            return False
+    return True
+
+
+def _check_packages(repo_id: str, sha: str, package_dirs: dict[str, Path]) -> None:
+    """Every folder is `onnx/<name>` and holds a package built from `repo_id` at `sha`."""
+    if not package_dirs:
+        raise PublishError("nothing to publish: no packages were given")
+    for folder, local in package_dirs.items():
+        if not FOLDER.fullmatch(folder):
+            raise PublishError(f"hub folder {folder!r} is not onnx/<ep>-<dtype>")
+        manifest = Path(local) / "mobius.json"
+        if not manifest.is_file():
+            raise PublishError(f"{local} is not a mobius package (no mobius.json)")
+        source = json.loads(manifest.read_text()).get("source", {})
+        if (source.get("repo_id"), source.get("revision")) != (repo_id, sha):
+            raise PublishError(
+                f"{local} was built from {source.get('repo_id')}@{source.get('revision')}, "
+                f"not {repo_id}@{sha}"
+            )
+
+
+def _operations(
+    package_dirs: dict[str, Path], card_text: str, card_file: str
+) -> list[CommitOperationAdd]:
+    operations = []
+    for folder, local in sorted(package_dirs.items()):
+        for path in sorted(Path(local).rglob("*")):
+            relative = path.relative_to(local).as_posix()
+            if path.is_file() and not any(p.startswith(".") for p in relative.split("/")):
+                operations.append(CommitOperationAdd(f"{folder}/{relative}", path))
+    operations.append(CommitOperationAdd(card_file, card_text.encode()))
+    return operations
+
+
+def _explain(err: Exception, mode: str, where: str) -> str:
+    action = "opening a pull request on" if mode == "pr" else "publishing to"
+    if isinstance(err, RuntimeError) and isinstance(err.__cause__, Exception):
+        return f"{_explain(err.__cause__, mode, where)} ({err})"  # the client wraps LFS uploads
+    if isinstance(err, RepositoryNotFoundError):
+        return f"{action} {where} failed: repo not found (or the token cannot see it)"
+    if isinstance(err, HfHubHTTPError):
+        status = err.response.status_code
+        if status == 401:
+            return f"{action} {where} failed: the Hub rejected the token"
+        detail = f": {err.server_message.strip()}" if err.server_message else ""
+        return f"{action} {where} failed: the Hub answered HTTP {status}{detail}"
+    if isinstance(err, httpx2.TransportError):
+        return f"{action} {where} failed: cannot reach the Hub ({type(err).__name__})"
+    return f"{action} {where} failed: {type(err).__name__}: {err}"
+
+
+def _scrub(text: str, token: str) -> str:
+    return TOKEN_LIKE.sub("hf_***", text.replace(token, "***") if token else text)
