@@ -8,21 +8,13 @@ layout). Wired into the `mobius` command by `mobius/cli.py` through `register`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shlex
-import shutil
 from pathlib import Path
 
-from huggingface_hub import HfApi
-
-import model_cards
-from converter.build import build
 from converter.errors import MobiusError
-from converter.execution_providers import execution_provider
-from converter.source import Source, resolve_source
-from converter.validate import ValidationReport, validate
-from pipeline.publish import MODES, PublishTarget, already_published, onnx_repo_id, publish
+from pipeline.convert import convert
+from pipeline.jobs import COMMANDS, ConversionRequest
+from pipeline.publish import MODES
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -58,58 +50,53 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
     c.set_defaults(handler=run)
+    for name, (add_args, handler) in COMMANDS.items():
+        command = subparsers.add_parser(name, help=handler.__doc__.splitlines()[0])
+        add_args(command)
+        command.set_defaults(handler=handler)
     return c
 
 
 def run(args: argparse.Namespace) -> int:
     """Returns 1 when a variant failed validation (then nothing is published); raises
     MobiusError (PublishError included) for bad input and Hub failures."""
-    progress = not args.no_progress
     token = os.environ.get(args.token_env) or None
     if args.publish != "none" and token is None:
         raise MobiusError(f"--publish {args.publish} needs a Hub token in ${args.token_env}")
-    variants = [(ep, dtype) for ep in args.ep for dtype in args.dtype]
-    for ep, dtype in variants:
-        execution_provider(ep, dtype)  # refuse unsupported pairs before any download
-    source = resolve_source(args.model, revision=args.revision, token=token, progress=progress)
-    target = PublishTarget(args.publish, args.namespace, args.private, args.force)
-    folders = [model_cards.variant_folder(ep, dtype) for ep, dtype in variants]
-    if target.mode != "none":
-        if source.repo_id is None or source.revision is None or token is None:
-            raise MobiusError(f"--publish {args.publish} needs a Hub repo id, not a local folder")
-        done = already_published(source.repo_id, source.revision, folders, target, token)
-        if done is not None:
-            print(done.describe())
-            return 0
-    model = source.repo_id or str(source.path)
-    packages: dict[str, Path] = {}
-    reports: dict[str, ValidationReport] = {}
-    for (ep, dtype), folder in zip(variants, folders, strict=True):
-        out = args.output / folder
-        if (out / "mobius.json").is_file():
-            shutil.rmtree(out)  # a previous run's package: no stale file may be published
-        package = build(
-            model, ep=ep, dtype=dtype, revision=source.revision, token=token, progress=progress
-        )
-        packages[folder] = package.save(out, progress=progress)
-        reports[folder] = validate(packages[folder], reference=args.reference, source=source)
-        print(f"{folder}: {reports[folder].status}")
-    layout = "repo" if args.publish == "repo" else "pr"
-    card, title, description = _card(args, source, packages, reports, layout, token)
-    card_file = args.output / model_cards.card_path(layout)
-    card_file.write_text(card)
-    print(f"wrote the card to {card_file}")
-    failed = [folder for folder, report in reports.items() if report.status == "failed"]
-    if failed:
-        print(f"mobius: not publishing: validation failed for {', '.join(failed)}")
-        return 1
-    if target.mode != "none":
-        assert source.repo_id and source.revision and token  # checked above
-        published = publish(
-            source.repo_id, source.revision, packages, card, title, description, target, token
-        )
-        print(published.describe())
-    return 0
+    request = ConversionRequest(
+        source=args.model,
+        eps=args.ep,
+        dtypes=args.dtype,
+        revision=args.revision,
+        publish=args.publish,
+        namespace=args.namespace,
+        private=args.private,
+        requester=os.environ.get("USER", ""),
+        origin="cli",
+    )
+    result = convert(
+        request,
+        _PrintReporter(),
+        output=args.output,
+        token=token,
+        reference=args.reference,
+        force=args.force,
+        progress=not args.no_progress,
+    )
+    return 1 if result.failed else 0
+
+
+class _PrintReporter:
+    """Progress for a person at a terminal: the log lines only."""
+
+    def stage(self, name: str) -> None:
+        pass
+
+    def progress(self, variant: str | None, percent: float, message: str = "") -> None:
+        pass
+
+    def log(self, line: str) -> None:
+        print(line)
 
 
 def _csv(text: str) -> list[str]:
@@ -117,51 +104,3 @@ def _csv(text: str) -> list[str]:
     if not items:
         raise argparse.ArgumentTypeError("give at least one value")
     return list(dict.fromkeys(items))
-
-
-def _command(args: argparse.Namespace, source: Source) -> str:
-    """The command line that reproduces this build, pinned to the converted revision."""
-    words = ["mobius", "convert", source.repo_id or str(args.model)]
-    words += ["--ep", ",".join(args.ep), "--dtype", ",".join(args.dtype)]
-    if source.revision:
-        words += ["--revision", source.revision]
-    return shlex.join([*words, "--output", str(args.output)])
-
-
-def _card(
-    args: argparse.Namespace,
-    source: Source,
-    packages: dict[str, Path],
-    reports: dict[str, ValidationReport],
-    layout: str,
-    token: str | None,
-) -> tuple[str, str, str]:
-    """(card, PR title, PR description) from model_cards; a local folder (no Hub source to
-    describe, never published) gets a minimal placeholder card."""
-    if source.repo_id is not None:
-        manifest = json.loads((next(iter(packages.values())) / "mobius.json").read_text())
-        info = HfApi(token=token).model_info(source.repo_id, revision=source.revision)
-        source_info = model_cards.SourceInfo.from_model_info(
-            info, model_type=manifest["model_type"]
-        )
-        variants = [
-            model_cards.VariantInfo.from_package(path, reports[folder].as_dict())
-            for folder, path in packages.items()
-        ]
-        repo_id = None
-        if layout == "repo":
-            namespace = args.namespace or HfApi(token=token).whoami()["name"]
-            repo_id = onnx_repo_id(source.repo_id, namespace)
-        card = model_cards.render(
-            source_info, variants, mode=layout, command=_command(args, source), repo_id=repo_id
-        )
-        title = model_cards.pr_title(source_info, variants)
-        return card, title, model_cards.pr_description(source_info, variants, mode=layout)
-    names = ", ".join(folder.removeprefix("onnx/") for folder in packages)
-    lines = [f"- `{folder}`: {report.status}" for folder, report in reports.items()]
-    card = (
-        f"---\ntags:\n- onnx\n- mobius\n---\n\n# ONNX variants ({names})\n\n"
-        f"Converted by mobius: `{_command(args, source)}`\n\n" + "\n".join(lines) + "\n"
-    )
-    title = f"Add ONNX variants ({names}) converted by mobius"
-    return card, title, "\n".join(lines)

@@ -126,7 +126,11 @@ def test_pull_request_end_to_end(source: Source, fake_hub: FakeHub) -> None:
 
     for ep, dtype in VARIANTS:  # the weights went through LFS; the upload PUT has no token
         data = (source.packages[f"onnx/{ep}-{dtype}"] / "model.onnx.data").read_bytes()
-        uploads = [r for r in fake_hub.requests if r.method == "PUT" and r.body == data]
+        uploads = [
+            r
+            for r in fake_hub.requests
+            if r.method == "PUT" and source.repo_id in r.path and r.body == data
+        ]
         assert len(uploads) == 1 and "authorization" not in uploads[0].headers
         folder = f"onnx/{ep}-{dtype}"
         model = hf_hub_download(source.repo_id, f"{folder}/model.onnx", revision="refs/pr/1")

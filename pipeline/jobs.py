@@ -1,0 +1,700 @@
+"""The conversion job queue: both front doors submit a `ConversionRequest`, workers run it.
+
+    queue = JobQueue()                       # SQLite under ~/.cache/mobius/jobs, or Redis when
+    job_id = queue.submit(request)           # MOBIUS_REDIS_URL is set; refused -> JobRefused
+    with queue.worker():                     # in-process worker threads (huey's Consumer)
+        ...
+    queue.get(job_id).state                  # queued | running | succeeded | failed
+
+huey carries only wake-up messages ("run job <id>"); the truth is the job record in
+`pipeline.store`. A worker claims a job atomically (queued -> running), so a duplicate message is
+harmless, and heartbeats it; any worker re-queues a running job whose heartbeat is older than the
+lease (its worker died) and fails it after `Limits.max_attempts` starts. See docs/jobs.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import httpx2
+import redis
+from huey import RedisHuey, SqliteHuey
+from huey.api import Huey
+from huey.consumer import Consumer
+from huey.registry import Message
+from huey.serializer import Serializer
+from huggingface_hub import HfApi
+from huggingface_hub.errors import (
+    GatedRepoError,
+    HfHubHTTPError,
+    HFValidationError,
+    OfflineModeIsEnabled,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+from huggingface_hub.utils import validate_repo_id
+
+from converter.errors import MobiusError
+from model_cards import human_size
+from pipeline.store import ACTIVE, Record, RedisStore, SqliteStore, Store, Tx
+
+Publish = Literal["pr", "repo", "none"]
+Origin = Literal["space", "hub-mention", "github", "cli"]
+State = Literal["queued", "running", "succeeded", "failed"]
+PUBLISH = ("pr", "repo", "none")
+ORIGINS = ("space", "hub-mention", "github", "cli")
+STAGES = ("resolve", "build", "validate", "card", "publish")
+DEFAULT_RUNNER = "pipeline.convert:run"
+DEFAULT_LEASE_S = 120.0
+MAX_LOG_LINES = 5000
+MAX_ERROR_CHARS = 2000
+log = logging.getLogger("mobius.jobs")
+
+
+class JobRefused(MobiusError):
+    """A request was refused at submission (over a limit, unknown model...); nothing was queued."""
+
+
+class JobNotFound(MobiusError):
+    """No job has this id."""
+
+
+@dataclass(frozen=True)
+class ConversionRequest:
+    """What to convert and where to deliver it. JSON-serializable: `to_dict` / `from_dict`.
+
+    `source`: a Hub repo id, or a local folder (origin "cli" only). Each (ep, dtype) pair is a
+    variant. `publish`: "pr" on the source repo, "repo" `{namespace}/{name}-ONNX` (namespace
+    defaults to the requester's), or "none". `requester`: who asked (Hub or GitHub user name).
+    """
+
+    source: str
+    eps: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    revision: str | None = None
+    publish: Publish = "pr"
+    namespace: str | None = None
+    private: bool = False
+    requester: str = ""
+    origin: Origin = "cli"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "eps", tuple(self.eps))
+        object.__setattr__(self, "dtypes", tuple(self.dtypes))
+        if not self.source.strip():
+            raise ValueError("source is empty: give a Hub repo id")
+        if not self.eps or not self.dtypes:
+            raise ValueError("a request needs at least one execution provider and one dtype")
+        if self.publish not in PUBLISH:
+            raise ValueError(f"publish must be one of {', '.join(PUBLISH)}, not {self.publish!r}")
+        if self.origin not in ORIGINS:
+            raise ValueError(f"origin must be one of {', '.join(ORIGINS)}, not {self.origin!r}")
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """`<ep>-<dtype>` for each requested pair, sorted."""
+        return tuple(sorted({f"{ep}-{dtype}" for ep in self.eps for dtype in self.dtypes}))
+
+    def key(self, revision: str | None = None) -> str:
+        """Identity for dedupe: source, revision (`revision`, the resolved sha, wins over the
+        requested one), sorted variants and publish target."""
+        target = (
+            f"repo:{self.namespace or self.requester}" if self.publish == "repo" else self.publish
+        )
+        rev = revision or self.revision or "default"
+        return f"{self.source}@{rev} [{','.join(self.variants)}] -> {target}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "eps": list(self.eps), "dtypes": list(self.dtypes)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ConversionRequest:
+        return cls(**data)
+
+
+@dataclass
+class Job:
+    """A request's durable state. `progress`: events {at, stage, variant, percent, message};
+    `log`: lines. Both span all attempts. `result`: what the runner returned (URLs, reports)."""
+
+    id: str
+    request: ConversionRequest
+    key: str
+    state: State = "queued"
+    stage: str | None = None
+    revision: str | None = None  # commit sha resolved at submission; None for local folders
+    result: dict[str, Any] | None = None
+    error: str | None = None  # one paragraph for people, never a traceback
+    attempts: int = 0
+    worker_id: str | None = None
+    created_at: float = 0.0
+    queued_at: float = 0.0
+    started_at: float | None = None
+    finished_at: float | None = None
+    heartbeat_at: float | None = None
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "request": self.request.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], events: list[Record] | None = None) -> Job:
+        fields = {k: v for k, v in data.items() if k not in ("progress", "log")}
+        job = cls(**{**fields, "request": ConversionRequest.from_dict(data["request"])})
+        for event in events or []:
+            if event["kind"] == "log":
+                job.log.append(event["line"])
+            else:
+                job.progress.append({k: v for k, v in event.items() if k != "kind"})
+        return job
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Checked at submission (size, rate) or by workers (concurrency, attempts).
+
+    `rate` submissions per requester per `rate_window_s`; None turns a check off. A duplicate
+    submission (answered with an existing job) does not count.
+    """
+
+    max_checkpoint_bytes: int | None = 20 * 10**9
+    max_concurrent: int = 1
+    rate: int | None = 10
+    rate_window_s: float = 3600.0
+    max_attempts: int = 3
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What submission learns about a source: weights size and the commit sha it resolves to."""
+
+    size: int
+    revision: str | None  # None for local folders
+
+
+def probe_checkpoint(request: ConversionRequest) -> Checkpoint:
+    """Size of the top-level `*.safetensors` files and the commit sha, from the Hub's metadata
+    (nothing is downloaded; `HF_TOKEN` is honored) or from a local folder (origin "cli")."""
+    folder = Path(request.source).expanduser()
+    if request.origin == "cli" and folder.is_dir():
+        return Checkpoint(sum(f.stat().st_size for f in folder.glob("*.safetensors")), None)
+    source, revision = request.source, request.revision
+    try:
+        info = HfApi().model_info(source, revision=revision, files_metadata=True)
+    except RevisionNotFoundError as err:
+        raise JobRefused(f"revision '{revision}' not found in model repo '{source}'") from err
+    except GatedRepoError as err:  # before RepositoryNotFoundError, its base class
+        raise JobRefused(f"'{source}' is gated: accept its terms on the Hub first") from err
+    except RepositoryNotFoundError as err:
+        raise JobRefused(f"model repo '{source}' not found (check the id)") from err
+    except (HfHubHTTPError, httpx2.TransportError, OfflineModeIsEnabled) as err:
+        raise JobRefused(f"cannot check '{source}' on the Hub right now; try again") from err
+    siblings = info.siblings or []
+    size = sum(s.size or 0 for s in siblings if _is_top_level_weights(s.rfilename))
+    return Checkpoint(size, info.sha)
+
+
+def _is_top_level_weights(name: str) -> bool:
+    return "/" not in name and name.endswith(".safetensors")
+
+
+class Reporter(Protocol):
+    """What a runner reports while it works; recorded in the job."""
+
+    def stage(self, name: str) -> None: ...
+    def progress(self, variant: str | None, percent: float, message: str = "") -> None: ...
+    def log(self, line: str) -> None: ...
+
+
+Runner = Callable[[ConversionRequest, Reporter], dict[str, Any]]
+
+
+def load_runner(spec: str | Runner) -> Runner:
+    """A runner itself, or one named by import path `module:function`."""
+    if callable(spec):
+        return spec
+    module, _, name = spec.partition(":")
+    try:
+        runner = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as err:
+        raise MobiusError(f"cannot load job runner '{spec}': {err}") from err
+    if not callable(runner):
+        raise MobiusError(f"job runner '{spec}' is not callable")
+    return runner
+
+
+class _JsonSerializer(Serializer):
+    """huey messages as JSON, not pickle: nothing that can write to the queue runs code."""
+
+    def _serialize(self, data: Message) -> bytes:
+        return json.dumps(data._asdict()).encode()
+
+    def _deserialize(self, data: bytes) -> Message:
+        return Message(**json.loads(data))
+
+
+class _Consumer(Consumer):
+    """huey's consumer, minus its signal handlers: the host process (a Space, `run_worker`) owns
+    signals, and they can only be set from the main thread."""
+
+    def _set_signal_handlers(self) -> None:
+        pass
+
+
+class JobQueue:
+    """Submit, inspect and run conversion jobs.
+
+    Storage: Redis when `redis_url` (or `MOBIUS_REDIS_URL`) is given, for many workers on many
+    machines; else SQLite files under `data_dir` (or `MOBIUS_DATA_DIR`, else
+    `~/.cache/mobius/jobs`), for workers on this machine. `runner`: the callable (or
+    `module:function`) workers run; only workers need it. `probe`: measures a source at
+    submission. `lease_s`: a running job whose heartbeat is older is taken to have lost its worker.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path | str | None = None,
+        redis_url: str | None = None,
+        runner: str | Runner = DEFAULT_RUNNER,
+        limits: Limits | None = None,
+        probe: Callable[[ConversionRequest], Checkpoint] = probe_checkpoint,
+        lease_s: float = DEFAULT_LEASE_S,
+    ) -> None:
+        self.limits, self.probe, self.lease_s = limits or Limits(), probe, lease_s
+        self._runner_spec = runner
+        self.redis_url = redis_url or os.environ.get("MOBIUS_REDIS_URL") or None
+        self.huey: Huey
+        self.store: Store
+        self.data_dir: Path | None
+        if self.redis_url:
+            self.data_dir = None
+            self.huey = RedisHuey(
+                "mobius", url=self.redis_url, results=False, serializer=_JsonSerializer()
+            )
+            self.store = RedisStore(self.redis_url)
+        else:
+            default = os.environ.get("MOBIUS_DATA_DIR") or Path.home() / ".cache/mobius/jobs"
+            self.data_dir = Path(data_dir or default).expanduser()
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self.huey = SqliteHuey(
+                "mobius",
+                filename=str(self.data_dir / "queue.db"),
+                results=False,
+                serializer=_JsonSerializer(),
+            )
+            self.store = SqliteStore(self.data_dir / "jobs.db")
+        self._enqueue = self.huey.task(name="run_job")(self._execute)
+        self._worker_id: str | None = None
+        self._runner: Runner | None = None
+        self._running: set[str] = set()
+
+    # -- submitting and reading ------------------------------------------------------------------
+    def submit(self, request: ConversionRequest) -> str:
+        """Queue `request`; returns its job id. The same request (see `ConversionRequest.key`)
+        while queued or running, or already succeeded at the same commit, returns that job's id.
+        Raises `JobRefused` (nothing queued) for a bad source or one over a limit."""
+        _check_source(request)
+        checkpoint = self.probe(request)
+        cap = self.limits.max_checkpoint_bytes
+        if cap is not None and checkpoint.size > cap:
+            raise JobRefused(
+                f"'{request.source}' has {human_size(checkpoint.size)} of weights; this service "
+                f"converts checkpoints up to {human_size(cap)}"
+            )
+        key = request.key(checkpoint.revision)
+        now = time.time()
+        with self.store.tx() as tx:
+            record = tx.latest(key)
+            old = Job.from_dict(record) if record else None
+            if old and (old.state in ACTIVE or (old.state == "succeeded" and old.revision)):
+                return old.id
+            self._check_rate(tx, request.requester, now)
+            job = Job(uuid.uuid4().hex[:16], request, key, revision=checkpoint.revision)
+            job.created_at = job.queued_at = now
+            _save(tx, job, f"queued: {request.origin} request by {request.requester or '(cli)'}")
+            self._enqueue(job.id)  # inside the transaction: if it fails, no job is recorded
+        return job.id
+
+    def get(self, job_id: str) -> Job:
+        """The job with its progress events and log; `JobNotFound` if there is none."""
+        with self.store.tx() as tx:
+            job = _load(tx, job_id, events=True)
+        if job is None:
+            raise JobNotFound(f"no job '{job_id}'")
+        return job
+
+    def recent(self, limit: int = 50) -> list[Job]:
+        """The newest jobs first, without progress and log."""
+        with self.store.tx() as tx:
+            return [Job.from_dict(r) for r in tx.recent(limit)]
+
+    def active(self) -> list[Job]:
+        """Queued and running jobs, oldest first, without progress and log."""
+        with self.store.tx() as tx:
+            return sorted((Job.from_dict(r) for r in tx.active()), key=lambda j: j.created_at)
+
+    def _check_rate(self, tx: Tx, requester: str, now: float) -> None:
+        rate, window = self.limits.rate, self.limits.rate_window_s
+        if rate is None:
+            return
+        count = tx.count_since(requester, now - window)
+        if count >= rate:
+            who = f"'{requester}'" if requester else "this requester"
+            raise JobRefused(
+                f"{who} has submitted {count} conversions in the last {_duration(window)}; "
+                f"the limit is {rate} per {_duration(window)}: try again later"
+            )
+
+    # -- running ---------------------------------------------------------------------------------
+    @contextmanager
+    def worker(self, concurrency: int | None = None) -> Iterator[str]:
+        """Run jobs in this process until the block ends: `concurrency` huey worker threads
+        (default `limits.max_concurrent`) and a thread that heartbeats running jobs and recovers
+        jobs of dead workers. Yields the worker id; leaving waits for running jobs to finish."""
+        if self._worker_id is not None:
+            raise RuntimeError("this JobQueue already runs a worker")
+        self._runner = load_runner(self._runner_spec)
+        self._worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        consumer = _Consumer(
+            self.huey,
+            workers=concurrency or self.limits.max_concurrent,
+            worker_type="thread",
+            periodic=False,
+            max_delay=1.0,
+        )
+        stop = threading.Event()
+        maintenance = threading.Thread(
+            target=self._maintain, args=(stop,), name="mobius-jobs", daemon=True
+        )
+        try:
+            self.recover()
+            maintenance.start()
+            consumer.start()
+            try:
+                yield self._worker_id
+            finally:
+                consumer.stop(graceful=True)
+        finally:
+            stop.set()
+            if maintenance.is_alive():
+                maintenance.join()
+            self._worker_id = None
+
+    def run_worker(self, concurrency: int | None = None) -> None:
+        """`worker()` until SIGINT or SIGTERM: running jobs finish first; a second signal ends
+        at once (another worker re-runs the job after the lease)."""
+        stop = threading.Event()
+
+        def handle(signum: int, frame: object) -> None:
+            if stop.is_set():
+                raise SystemExit(128 + signum)
+            stop.set()
+
+        previous = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            with self.worker(concurrency) as worker_id:
+                log.info("worker %s consuming %s", worker_id, self.data_dir or "redis")
+                while not stop.wait(1.0):
+                    pass
+                log.info("worker %s stopping; waiting for running jobs", worker_id)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def recover(self) -> list[str]:
+        """Re-queue running jobs whose heartbeat is older than the lease (their worker is gone),
+        or fail them once they have been started `max_attempts` times; re-send the message of a
+        queued job that huey no longer holds. Workers call this on start and every lease / 4.
+        Returns the ids re-queued."""
+        now, requeued = time.time(), []
+        with self.store.tx() as tx:
+            pending: set[str] | None = None
+            for record in tx.active():
+                job = Job.from_dict(record)
+                if job.state == "running":
+                    if now - (job.heartbeat_at or 0.0) <= self.lease_s:
+                        continue
+                    where = f"during stage {job.stage}" if job.stage else "before its first stage"
+                    if job.attempts >= self.limits.max_attempts:
+                        job.state, job.finished_at = "failed", now
+                        job.error = (
+                            f"the worker stopped {where}; the job was started {job.attempts} "
+                            "times and is not retried again (it may need more memory or time "
+                            "than a worker has)"
+                        )
+                        _save(tx, job, f"failed: {job.error}")
+                        continue
+                    note = f"worker {job.worker_id} stopped {where}; re-queued"
+                    job.state, job.queued_at, job.worker_id = "queued", now, None
+                else:
+                    if now - job.queued_at <= self.lease_s:
+                        continue
+                    if pending is None:
+                        pending = {str(t.args[0]) for t in self.huey.pending()}
+                    if job.id in pending:
+                        continue
+                    note, job.queued_at = "its queue message was lost; re-queued", now
+                _save(tx, job, note)
+                self._enqueue(job.id)
+                requeued.append(job.id)
+        return requeued
+
+    def _maintain(self, stop: threading.Event) -> None:
+        while not stop.wait(self.lease_s / 4):
+            try:
+                self._heartbeat()
+                self.recover()
+            except Exception:
+                log.exception("job maintenance failed; retrying")
+
+    def _heartbeat(self) -> None:
+        running = sorted(self._running)
+        if not running:
+            return
+        with self.store.tx() as tx:
+            for job_id in running:
+                if job := self._owns(tx, job_id):
+                    job.heartbeat_at = time.time()
+                    _save(tx, job)
+
+    def _execute(self, job_id: str) -> None:
+        """The huey task: claim the job (if still queued), run it, record the outcome."""
+        now = time.time()
+        with self.store.tx() as tx:
+            job = _load(tx, job_id)
+            if job is None or job.state != "queued":
+                return  # a duplicate message: someone else has (or had) it
+            job.state, job.stage, job.worker_id = "running", None, self._worker_id
+            job.attempts += 1
+            job.started_at = job.heartbeat_at = now
+            _save(tx, job, f"attempt {job.attempts} started on worker {self._worker_id}")
+        request = replace(job.request, revision=job.revision or job.request.revision)
+        assert self._runner is not None
+        self._running.add(job_id)
+        try:
+            result = self._runner(request, _JobReporter(self, job_id))
+            if not isinstance(result, dict):
+                raise TypeError(f"the runner returned {type(result).__name__}, not a dict")
+            result = json.loads(json.dumps(result))
+            outcome: tuple[State, dict[str, Any] | None, str | None] = ("succeeded", result, None)
+        except Exception as err:
+            if not isinstance(err, MobiusError):
+                log.exception("job %s failed", job_id)
+            outcome = ("failed", None, _paragraph(err))
+        finally:
+            self._running.discard(job_id)
+        with self.store.tx() as tx:
+            job = self._owns(tx, job_id)
+            if job is None:
+                log.warning(
+                    "job %s was re-queued while this worker ran it; outcome dropped", job_id
+                )
+                return
+            job.state, job.result, job.error = outcome
+            job.finished_at = time.time()
+            _save(tx, job, job.state if job.error is None else f"failed: {job.error}")
+
+    def _owns(self, tx: Tx, job_id: str) -> Job | None:
+        """The job if this worker still runs it (not re-queued by `recover` meanwhile)."""
+        job = _load(tx, job_id)
+        return job if job and job.state == "running" and job.worker_id == self._worker_id else None
+
+
+class _JobReporter:
+    """The `Reporter` a runner gets: appends events to the job it runs."""
+
+    def __init__(self, queue: JobQueue, job_id: str) -> None:
+        self.queue, self.job_id = queue, job_id
+        self.current: str | None = None
+        self.lines = 0
+
+    def stage(self, name: str) -> None:
+        if name not in STAGES:
+            raise ValueError(f"stage must be one of {', '.join(STAGES)}, not {name!r}")
+        self.current = name
+        with self.queue.store.tx() as tx:
+            job = self.queue._owns(tx, self.job_id)
+            if job is not None:
+                job.stage = name
+                _save(tx, job)
+                tx.append(self.job_id, self._progress(None, None, name))
+
+    def progress(self, variant: str | None, percent: float, message: str = "") -> None:
+        event = self._progress(variant, max(0.0, min(100.0, float(percent))), message)
+        with self.queue.store.tx() as tx:
+            tx.append(self.job_id, event)
+
+    def log(self, line: str) -> None:
+        self.lines += 1
+        if self.lines > MAX_LOG_LINES + 1:
+            return
+        if self.lines > MAX_LOG_LINES:
+            line = f"(log truncated after {MAX_LOG_LINES} lines)"
+        with self.queue.store.tx() as tx:
+            tx.append(self.job_id, _log_event(str(line)))
+
+    def _progress(self, variant: str | None, percent: float | None, message: str) -> Record:
+        return {
+            "kind": "progress",
+            "at": time.time(),
+            "stage": self.current,
+            "variant": variant,
+            "percent": percent,
+            "message": message,
+        }
+
+
+def _load(tx: Tx, job_id: str, events: bool = False) -> Job | None:
+    record = tx.get(job_id)
+    if record is None:
+        return None
+    return Job.from_dict(record, tx.events(job_id) if events else None)
+
+
+def _save(tx: Tx, job: Job, note: str | None = None) -> None:
+    record = job.to_dict()
+    del record["progress"], record["log"]
+    tx.put(record)
+    if note is not None:
+        tx.append(job.id, _log_event(note))
+
+
+def _log_event(line: str) -> Record:
+    return {"kind": "log", "at": time.time(), "line": line}
+
+
+def _check_source(request: ConversionRequest) -> None:
+    """Remote front doors name Hub repos only; a folder on the worker is for the CLI."""
+    if request.origin == "cli" and Path(request.source).expanduser().is_dir():
+        return
+    try:
+        validate_repo_id(request.source)
+    except HFValidationError as err:
+        what = "a local folder or a" if request.origin == "cli" else "a"
+        raise JobRefused(f"'{request.source}' is not {what} Hub model id (namespace/name)") from err
+
+
+def _paragraph(err: BaseException) -> str:
+    """One paragraph for people: the message on one line; the type too when it is not ours."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    if not isinstance(err, MobiusError):
+        text = f"internal error ({type(err).__name__}): {text}"
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
+    return f"{seconds:g} s"
+
+
+# -- command line: `mobius worker`, `mobius jobs` ----------------------------------------------
+def _queue_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="embedded queue folder (default $MOBIUS_DATA_DIR or ~/.cache/mobius/jobs)",
+    )
+    parser.add_argument("--redis-url", help="shared Redis queue (default $MOBIUS_REDIS_URL)")
+
+
+def add_worker_args(parser: argparse.ArgumentParser) -> None:
+    _queue_args(parser)
+    parser.add_argument("--runner", default=DEFAULT_RUNNER, help="job runner, module:function")
+    parser.add_argument("--concurrency", type=int, default=1, help="jobs at once (default 1)")
+    parser.add_argument(
+        "--lease",
+        type=float,
+        default=DEFAULT_LEASE_S,
+        help=f"seconds without heartbeat before a job is re-run (default {DEFAULT_LEASE_S:g})",
+    )
+
+
+def worker_command(args: argparse.Namespace) -> int:
+    """Run queued conversion jobs until SIGINT/SIGTERM."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    try:
+        queue = JobQueue(args.data_dir, args.redis_url, runner=args.runner, lease_s=args.lease)
+        queue.run_worker(args.concurrency)
+    except (MobiusError, redis.RedisError) as err:
+        print(f"mobius worker: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_jobs_args(parser: argparse.ArgumentParser) -> None:
+    _queue_args(parser)
+    parser.add_argument("job_id", nargs="?", help="show this job with its progress and log")
+    parser.add_argument("--limit", type=int, default=20, help="how many jobs (default 20)")
+
+
+def jobs_command(args: argparse.Namespace) -> int:
+    """List recent jobs and their state, or show one job in full (JSON)."""
+    try:
+        queue = JobQueue(args.data_dir, args.redis_url)
+        if args.job_id:
+            print(json.dumps(queue.get(args.job_id).to_dict(), indent=2))
+            return 0
+        jobs = queue.recent(args.limit)
+    except (MobiusError, redis.RedisError) as err:
+        print(f"mobius jobs: {err}", file=sys.stderr)
+        return 1
+    now = time.time()
+    print(f"{'id':16}  {'state':9}  {'stage':8}  {'try':>3}  {'age':>5}  request / outcome")
+    for job in jobs:
+        r = job.request
+        outcome = job.error or (job.result or {}).get("url") or ""
+        print(
+            f"{job.id:16}  {job.state:9}  {job.stage or '-':8}  {job.attempts:>3}  "
+            f"{_age(now - job.created_at):>5}  {r.source} [{','.join(r.variants)}] -> "
+            f"{r.publish} by {r.requester or '(cli)'}{'  ' + outcome if outcome else ''}"
+        )
+    return 0
+
+
+COMMANDS = {
+    "worker": (add_worker_args, worker_command),
+    "jobs": (add_jobs_args, jobs_command),
+}
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m pipeline.jobs worker|jobs ...` (the same as `mobius worker|jobs`)."""
+    parser = argparse.ArgumentParser(prog="python -m pipeline.jobs")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, (add_args, handler) in COMMANDS.items():
+        add_args(commands.add_parser(name, help=handler.__doc__.splitlines()[0]))
+    args = parser.parse_args(argv)
+    return COMMANDS[args.command][1](args)
+
+
+if __name__ == "__main__":
+    # Run through the imported module, so the huey task is named `pipeline.jobs.run_job` here too.
+    from pipeline import jobs
+
+    sys.exit(jobs.main())

@@ -1,0 +1,189 @@
+"""Durable job records for `pipeline.jobs`: a SQLite file (embedded) or Redis (distributed).
+
+A record is the JSON object of one job (`Job.to_dict()` without progress and log); progress and
+log events are appended to a separate list per job, so a busy job never rewrites its record to
+log a line. Everything happens inside `tx()`, which serializes writers across threads and
+processes (SQLite `BEGIN IMMEDIATE`) or machines (a Redis lock), so a read-modify-write such as
+"claim this job if it is still queued" is atomic.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import redis
+
+Record = dict[str, Any]
+ACTIVE = ("queued", "running")
+
+
+class Tx(Protocol):
+    def get(self, job_id: str) -> Record | None: ...
+    def put(self, record: Record) -> None: ...
+    def latest(self, key: str) -> Record | None: ...
+    def recent(self, limit: int) -> list[Record]: ...
+    def active(self) -> list[Record]: ...
+    def count_since(self, requester: str, since: float) -> int: ...
+    def append(self, job_id: str, event: Record) -> None: ...
+    def events(self, job_id: str) -> list[Record]: ...
+
+
+class Store(Protocol):
+    def tx(self) -> AbstractContextManager[Tx]: ...
+
+
+SCHEMA = """
+create table if not exists jobs (
+    id text primary key, key text not null, requester text not null, state text not null,
+    created_at real not null, data text not null);
+create index if not exists jobs_key on jobs (key, created_at);
+create index if not exists jobs_requester on jobs (requester, created_at);
+create index if not exists jobs_state on jobs (state);
+create index if not exists jobs_created on jobs (created_at);
+create table if not exists events (
+    seq integer primary key autoincrement, job_id text not null, data text not null);
+create index if not exists events_job on events (job_id, seq);
+"""
+
+
+class SqliteStore:
+    """Jobs in one SQLite file (WAL mode): safe for many threads and processes on one machine."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        conn = sqlite3.connect(path, timeout=60)
+        try:
+            conn.execute("pragma journal_mode=wal")
+            conn.executescript(SCHEMA)
+        finally:
+            conn.close()
+
+    @contextmanager
+    def tx(self) -> Iterator[Tx]:
+        conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        try:
+            conn.execute("begin immediate")
+            try:
+                yield _SqliteTx(conn)
+            except BaseException:
+                conn.execute("rollback")
+                raise
+            conn.execute("commit")
+        finally:
+            conn.close()
+
+
+class _SqliteTx:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def _records(self, sql: str, *params: Any) -> list[Record]:
+        return [json.loads(row[0]) for row in self.conn.execute(sql, params)]
+
+    def get(self, job_id: str) -> Record | None:
+        found = self._records("select data from jobs where id = ?", job_id)
+        return found[0] if found else None
+
+    def put(self, record: Record) -> None:
+        self.conn.execute(
+            "insert or replace into jobs (id, key, requester, state, created_at, data) "
+            "values (?, ?, ?, ?, ?, ?)",
+            (
+                record["id"],
+                record["key"],
+                record["request"]["requester"],
+                record["state"],
+                record["created_at"],
+                json.dumps(record),
+            ),
+        )
+
+    def latest(self, key: str) -> Record | None:
+        found = self._records(
+            "select data from jobs where key = ? order by created_at desc limit 1", key
+        )
+        return found[0] if found else None
+
+    def recent(self, limit: int) -> list[Record]:
+        return self._records("select data from jobs order by created_at desc limit ?", limit)
+
+    def active(self) -> list[Record]:
+        return self._records("select data from jobs where state in (?, ?)", *ACTIVE)
+
+    def count_since(self, requester: str, since: float) -> int:
+        sql = "select count(*) from jobs where requester = ? and created_at > ?"
+        return int(self.conn.execute(sql, (requester, since)).fetchone()[0])
+
+    def append(self, job_id: str, event: Record) -> None:
+        sql = "insert into events (job_id, data) values (?, ?)"
+        self.conn.execute(sql, (job_id, json.dumps(event)))
+
+    def events(self, job_id: str) -> list[Record]:
+        return self._records("select data from events where job_id = ? order by seq", job_id)
+
+
+class RedisStore:
+    """Jobs in Redis under `mobius:`: a JSON string per job, sorted sets as indexes (all jobs,
+    per key, per requester), a set of active ids, a list of events per job."""
+
+    def __init__(self, url: str, prefix: str = "mobius:") -> None:
+        self.client = redis.Redis.from_url(url, decode_responses=True)
+        self.prefix = prefix
+
+    @contextmanager
+    def tx(self) -> Iterator[Tx]:
+        # A lock's holder dies with its process; `timeout` frees it again (transactions take ms).
+        with self.client.lock(f"{self.prefix}lock", timeout=10, blocking_timeout=60):
+            yield _RedisTx(self.client, self.prefix)
+
+
+class _RedisTx:
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self.r = client
+        self.p = prefix
+
+    def _records(self, ids: list[str]) -> list[Record]:
+        if not ids:
+            return []
+        return [json.loads(v) for v in self.r.mget([f"{self.p}job:{i}" for i in ids]) if v]
+
+    def get(self, job_id: str) -> Record | None:
+        found = self._records([job_id])
+        return found[0] if found else None
+
+    def put(self, record: Record) -> None:
+        job_id, created = record["id"], record["created_at"]
+        pipe = self.r.pipeline()  # MULTI/EXEC: all indexes change together
+        pipe.set(f"{self.p}job:{job_id}", json.dumps(record))
+        pipe.zadd(f"{self.p}jobs", {job_id: created})
+        pipe.zadd(f"{self.p}key:{record['key']}", {job_id: created})
+        pipe.zadd(f"{self.p}requester:{record['request']['requester']}", {job_id: created})
+        if record["state"] in ACTIVE:
+            pipe.sadd(f"{self.p}active", job_id)
+        else:
+            pipe.srem(f"{self.p}active", job_id)
+        pipe.execute()
+
+    def latest(self, key: str) -> Record | None:
+        found = self._records(self.r.zrevrange(f"{self.p}key:{key}", 0, 0))
+        return found[0] if found else None
+
+    def recent(self, limit: int) -> list[Record]:
+        return self._records(self.r.zrevrange(f"{self.p}jobs", 0, limit - 1))
+
+    def active(self) -> list[Record]:
+        return self._records(sorted(self.r.smembers(f"{self.p}active")))
+
+    def count_since(self, requester: str, since: float) -> int:
+        return int(self.r.zcount(f"{self.p}requester:{requester}", f"({since}", "+inf"))
+
+    def append(self, job_id: str, event: Record) -> None:
+        self.r.rpush(f"{self.p}events:{job_id}", json.dumps(event))
+
+    def events(self, job_id: str) -> list[Record]:
+        return [json.loads(e) for e in self.r.lrange(f"{self.p}events:{job_id}", 0, -1)]
