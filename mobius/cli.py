@@ -7,10 +7,12 @@ from collections.abc import Sequence
 
 import converter.cli
 import pipeline.cli
+import space_app.cli
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return converter.cli.run(argv, [converter.cli.register, pipeline.cli.register])
+    registrars = [converter.cli.register, pipeline.cli.register, space_app.cli.register]
+    return converter.cli.run(argv, registrars)
 
 
 if __name__ == "__main__":
