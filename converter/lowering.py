@@ -167,7 +167,7 @@ class Int4:
 
     block_size: int = 32
     symmetric: bool = True
-    lm_head: bool = False  # also quantize an untied lm_head
+    lm_head: bool = False  # also quantize the lm_head (a tied one gets an int4 copy)
 
     def __post_init__(self) -> None:
         if self.block_size not in (16, 32, 64, 128):
@@ -220,7 +220,7 @@ def lower(
 
 def _linear_weights(module, int4: Int4) -> int:
     """How many weight matrices the model multiplies by (after packing)."""
-    count = 0
+    count = 1 if int4.lm_head and module.cfg.tie_word_embeddings else 0
     for name, m in module.named_modules():
         if isinstance(m, PackedLinear):
             count += 1 if m.packed else len(m.weights)
@@ -238,10 +238,10 @@ def quantize_matmuls(model: ir.Model, ep: ExecutionProvider, int4: Int4, act: ir
     `MatMul(x, DequantizeLinear(int4 values, scales))`. Returns how many were quantized.
     """
     graph, count = model.graph, 0
-    for matmul in list(graph):
-        if matmul.op_type != "MatMul" or matmul.domain != "":
-            continue
-        found = _weight_of(matmul)
+    for node in list(graph):
+        found = _weight_of(node) if node.op_type == "MatMul" and node.domain == "" else None
+        if found is None and int4.lm_head:
+            found = _tied_head_of(node)
         if found is None:
             continue
         weight, transpose, layout_nk = found
@@ -249,16 +249,30 @@ def quantize_matmuls(model: ir.Model, ep: ExecutionProvider, int4: Int4, act: ir
             continue
         if ep.has(MATMUL_NBITS):
             quantized = _LazyQ4(weight.const_value, layout_nk, int4)
-            _to_matmul_nbits(graph, matmul, weight.name, quantized, ep, act)
+            _to_matmul_nbits(graph, node, weight.name, quantized, ep, act)
+            model.opset_imports.setdefault(MS_DOMAIN, 1)
         else:
             quantized = _LazyQ4(weight.const_value, layout_nk, int4, to_dequantize_linear)
-            _to_dequantize_linear(graph, matmul, weight.name, quantized, act)
+            _to_dequantize_linear(graph, node, weight.name, quantized, act)
+            if node.op_type == "Gemm":  # DequantizeLinear gives [K, N]: no transpose left
+                node.attributes["transB"] = ir.AttrInt64("transB", 0)
         if transpose is not None:
             graph.remove(transpose, safe=True)
-        graph.initializers.pop(weight.name)
+        if not weight.uses():  # a tied head's table stays for the embedding Gather
+            graph.initializers.pop(weight.name)
         count += 1
-    model.opset_imports.setdefault(MS_DOMAIN, 1)
     return count
+
+
+def _tied_head_of(node: ir.Node):
+    """A tied lm_head, `Gemm(hidden, embedding_table, transB=1)`: the table is [N, K]."""
+    if node.op_type != "Gemm" or node.domain != "" or len(node.inputs) != 2:
+        return None
+    table = node.inputs[1]
+    plain = all(node.attributes.get_float(a, 1.0) == 1.0 for a in ("alpha", "beta"))
+    if not (_initializer(table) and plain and node.attributes.get_int("transB", 0) == 1):
+        return None
+    return table, None, True
 
 
 def _weight_of(matmul: ir.Node):

@@ -96,7 +96,8 @@ def render_execution_providers() -> str:
         "int4 is block-wise round-to-nearest weight quantization (block 32 by default; "
         "`--int4-block-size 16|64|128`, `--int4-asymmetric` for zero points). Embeddings "
         "and the lm_head stay in the activation dtype unless `--int4-lm-head` is given "
-        "(a head tied to the embeddings always stays). On GPU EPs int4 means q4f16: int4 "
+        "(a head tied to the embeddings then gets an int4 copy; the embedding table stays). "
+        "On GPU EPs int4 means q4f16: int4 "
         "weights with f16 activations.",
         "",
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import onnxruntime as ort
 import pytest
 
@@ -13,6 +14,8 @@ from converter import build
 from converter.errors import MobiusError
 from converter.execution_providers import EXECUTION_PROVIDERS, execution_provider
 from converter.lowering import LoweringError
+from converter.runtime import OnnxDecoder
+from tests.parity.reference import make_checkpoint
 
 TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
 
@@ -61,3 +64,16 @@ def test_int4_lm_head_is_quantized_and_logits_keep_their_name(ep, tmp_path):
     with_head.save(tmp_path, progress=False)
     session = ort.InferenceSession(str(tmp_path / "model.onnx"), providers=["CPUExecutionProvider"])
     assert session.get_outputs()[0].name == "logits"
+
+
+@pytest.mark.parametrize("ep", ["default", "cpu"])
+def test_tied_lm_head_gets_an_int4_copy(ep, tmp_path):
+    folder = tmp_path / "hf"
+    make_checkpoint("qwen2", folder)  # tied embeddings
+    plain = build(str(folder), ep=ep, dtype="int4", progress=False)
+    with_head = build(str(folder), ep=ep, dtype="int4", int4_lm_head=True, progress=False)
+    assert with_head.lowering.fusions["int4_matmuls"] == plain.lowering.fusions["int4_matmuls"] + 1
+    with_head.save(tmp_path / "onnx", progress=False)
+    prompt = np.arange(3, 10)[None]
+    logits = OnnxDecoder(tmp_path / "onnx").run(prompt, np.ones_like(prompt), [])[0]
+    assert logits.shape == (1, 7, 128) and np.isfinite(logits).all()
