@@ -107,8 +107,13 @@ class ModelPackage:
                     **self.task.io_names(),
                 },
             },
-            "search": {"past_present_share_buffer": False, **search},
+            # GroupQueryAttention updates a max-length cache in place; the standard op concats.
+            "search": {"past_present_share_buffer": self._gqa_everywhere(), **search},
         }
+
+    def _gqa_everywhere(self) -> bool:
+        layers = self.config.num_hidden_layers
+        return self.lowering.fusions.get("GroupQueryAttention", 0) == layers
 
     def manifest(self) -> dict[str, Any]:
         return {

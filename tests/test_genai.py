@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import onnxruntime_genai as og
@@ -15,10 +16,14 @@ TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
 NEW_TOKENS = 20
 
 
-@pytest.fixture(scope="module")
-def package(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("tiny-llama-onnx")
-    assert main(["build", "--model", str(TINY_LLAMA), "--output", str(out), "--no-progress"]) == 0
+@pytest.fixture(scope="module", params=["default", "cpu"])
+def package(request, tmp_path_factory) -> Path:
+    """The portable graph, and the cpu one (GroupQueryAttention on a shared KV buffer)."""
+    out = tmp_path_factory.mktemp(f"tiny-llama-{request.param}")
+    argv = ["build", "--model", str(TINY_LLAMA), "--output", str(out), "--no-progress"]
+    assert main([*argv, "--ep", request.param]) == 0
+    search = json.loads((out / "genai_config.json").read_text())["search"]
+    assert search["past_present_share_buffer"] == (request.param == "cpu")
     return out
 
 
