@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 from converter.errors import MobiusError
-from pipeline.jobs import DEFAULT_RUNNER, JobQueue
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -40,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
+        from pipeline.jobs import DEFAULT_RUNNER, JobQueue  # the queue loads only when serving
+
         queue = JobQueue(args.data_dir, args.redis_url, runner=DEFAULT_RUNNER)
         folder = queue.data_dir or Path(
             args.data_dir or os.environ.get("MOBIUS_DATA_DIR") or "~/.cache/mobius/bot"

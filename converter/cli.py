@@ -16,7 +16,6 @@ from converter.build import build
 from converter.errors import MobiusError
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
 from converter.registry import FAMILIES
-from converter.validate import DECODE_STEPS, format_report, validate
 
 Registrar = Callable[[argparse._SubParsersAction], None]
 
@@ -42,7 +41,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     v = commands.add_parser("validate", help="check a package in onnxruntime against a reference")
     v.add_argument("package", type=Path, help="a folder written by `mobius build`")
     v.add_argument("--json", action="store_true", help="print the report as JSON")
-    v.add_argument("--steps", type=int, default=DECODE_STEPS, help="greedy decode steps")
+    v.add_argument("--steps", type=int, help="greedy decode steps (default 8)")
     v.add_argument(
         "--reference",
         default="auto",
@@ -76,7 +75,10 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    report = validate(args.package, reference=args.reference, steps=args.steps)
+    from converter.validate import DECODE_STEPS, format_report, validate  # imports onnxruntime
+
+    steps = args.steps or DECODE_STEPS
+    report = validate(args.package, reference=args.reference, steps=steps)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:

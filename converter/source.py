@@ -2,27 +2,10 @@
 
 from __future__ import annotations
 
-import fnmatch
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import httpx2
-from huggingface_hub import HfApi, hf_hub_download, snapshot_download
-from huggingface_hub.errors import (
-    FileMetadataError,
-    GatedRepoError,
-    HfHubHTTPError,
-    LocalEntryNotFoundError,
-    OfflineModeIsEnabled,
-    RemoteEntryNotFoundError,
-    RepositoryNotFoundError,
-    RevisionNotFoundError,
-)
-from huggingface_hub.utils import tqdm as hf_tqdm
 
 from converter.errors import SourceError
 
@@ -52,11 +35,6 @@ class Source:
     revision: str | None  # resolved commit sha for Hub sources, None for local
 
 
-class _QuietTqdm(hf_tqdm):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **{**kwargs, "disable": True})
-
-
 def resolve_source(
     model: str, revision: str | None = None, token: str | None = None, progress: bool = True
 ) -> Source:
@@ -83,94 +61,9 @@ def resolve_source(
         raise SourceError(
             f"'{model}' is neither a local folder nor a valid Hub repo id (namespace/name)"
         )
-    api = HfApi(token=token)
-    try:
-        return _download(api, model, revision, token, progress)
-    except SourceError:
-        raise
-    except GatedRepoError as err:  # before RepositoryNotFoundError, its base class
-        raise SourceError(
-            f"'{model}' is gated: accept its terms on the Hub and set HF_TOKEN"
-        ) from err
-    except RepositoryNotFoundError as err:
-        raise SourceError(
-            f"model repo '{model}' not found on {api.endpoint} "
-            "(check the id, or set HF_TOKEN for a private repo)"
-        ) from err
-    except RevisionNotFoundError as err:
-        raise SourceError(
-            f"revision '{revision or 'main'}' not found in model repo '{model}'"
-        ) from err
-    except RemoteEntryNotFoundError as err:
-        raise SourceError(
-            f"a file of '{model}' vanished from {api.endpoint} during download"
-        ) from err
-    except HfHubHTTPError as err:
-        status = err.response.status_code
-        hint = " (the Hub rejected the token)" if status == 401 else ""
-        raise SourceError(f"{api.endpoint} answered HTTP {status} for '{model}'{hint}") from err
-    except (httpx2.TransportError, OfflineModeIsEnabled, LocalEntryNotFoundError) as err:
-        raise SourceError(f"cannot reach the Hub at {api.endpoint} to fetch '{model}'") from err
-    except FileMetadataError as err:
-        raise SourceError(f"{api.endpoint} does not answer like a Hugging Face Hub") from err
+    from converter.hub import download  # the Hub client loads only for Hub ids
 
-
-def _download(
-    api: HfApi, repo_id: str, revision: str | None, token: str | None, progress: bool
-) -> Source:
-    info = api.model_info(repo_id, revision=revision)
-    sha = info.sha
-    if sha is None:
-        raise SourceError(f"{api.endpoint} gave no commit sha for '{repo_id}'")
-    files = [s.rfilename for s in info.siblings or []]
-    top = [f for f in files if "/" not in f and "\\" not in f]
-    if "config.json" not in top:
-        raise SourceError(f"model repo '{repo_id}' has no config.json at {sha}")
-    quiet: dict[str, Any] = {} if progress else {"tqdm_class": _QuietTqdm}
-    weights = _weights(repo_id, sha, files, top, token, quiet)
-    side = [f for f in top if any(fnmatch.fnmatchcase(f, p) for p in SIDE_FILES)]
-    path = snapshot_download(
-        repo_id, revision=sha, token=token, allow_patterns=sorted({*side, *weights}), **quiet
-    )
-    return Source(Path(path), repo_id, sha)
-
-
-def _weights(
-    repo_id: str,
-    sha: str,
-    files: list[str],
-    top: list[str],
-    token: str | None,
-    quiet: dict[str, Any],
-) -> list[str]:
-    """The safetensors files to fetch: the shards the index names, else all top-level ones.
-
-    Repos that carry a sharded checkpoint plus a duplicate (e.g. `consolidated.safetensors`)
-    would otherwise be downloaded twice.
-    """
-    found = [f for f in top if f.endswith(".safetensors")]
-    if not found:
-        pickles = [f for f in files if f.endswith(PICKLE_SUFFIXES)]
-        if pickles:
-            raise SourceError(
-                f"model repo '{repo_id}' has only PyTorch pickle weights "
-                f"({', '.join(pickles[:3])}) "
-                "and no .safetensors: mobius loads safetensors only and never unpickles"
-            )
-        raise SourceError(f"model repo '{repo_id}' has no .safetensors weights at {sha}")
-    if INDEX not in top:
-        return found
-    index_path = hf_hub_download(repo_id, INDEX, revision=sha, token=token, **quiet)
-    try:
-        shards = set(json.loads(Path(index_path).read_text())["weight_map"].values())
-    except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise SourceError(f"{INDEX} of '{repo_id}' is malformed (no weight_map)") from err
-    if not shards:
-        raise SourceError(f"{INDEX} of '{repo_id}' lists no weight files")
-    missing = sorted(str(s) for s in shards if s not in found)
-    if missing:
-        raise SourceError(f"{INDEX} of '{repo_id}' names files not in the repo: {missing[:3]}")
-    return sorted(shards)
+    return download(model, revision, token, progress)
 
 
 def _looks_like_path(model: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import struct
 from collections.abc import Iterable
@@ -77,6 +78,7 @@ class Checkpoint:
         self.folder = Path(folder)
         self.tensors: dict[str, TensorRef] = {}
         for shard in self._shards():
+            _read_ahead(shard)
             for ref in read_header(shard):
                 if ref.name in self.tensors:
                     raise WeightsError(f"tensor '{ref.name}' appears in two shards")
@@ -111,6 +113,17 @@ class Checkpoint:
                 raise WeightsError(f"{INDEX_FILE} names shard '{file_name}', which is missing")
             shards.append(shard)
         return shards
+
+
+def _read_ahead(path: Path) -> None:
+    """Ask the kernel to start reading the shard now, so the disk works while the graph is
+    built and while earlier tensors are cast and written."""
+    if hasattr(os, "posix_fadvise"):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+        finally:
+            os.close(fd)
 
 
 def safe_file_name(name: object) -> str:

@@ -12,9 +12,11 @@ import os
 from pathlib import Path
 
 from converter.errors import MobiusError
-from pipeline.convert import convert
-from pipeline.jobs import COMMANDS, ConversionRequest
-from pipeline.publish import MODES
+from pipeline.request import PUBLISH as MODES
+from pipeline.request import ConversionRequest
+
+# The heavy modules (converter build, queue, Hub client) load inside the handlers, so
+# `mobius build` does not pay for them.
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -50,11 +52,44 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
     c.set_defaults(handler=run)
-    for name, (add_args, handler) in COMMANDS.items():
-        command = subparsers.add_parser(name, help=handler.__doc__.splitlines()[0])
-        add_args(command)
-        command.set_defaults(handler=handler)
+    register_queue_commands(subparsers)
     return c
+
+
+def register_queue_commands(subparsers: argparse._SubParsersAction) -> None:
+    """`worker` and `jobs`."""
+    w = subparsers.add_parser("worker", help="run queued conversion jobs until SIGINT/SIGTERM")
+    _queue_args(w)
+    w.add_argument("--runner", help="job runner, module:function (default: the converter)")
+    w.add_argument("--concurrency", type=int, default=1, help="jobs at once (default 1)")
+    w.add_argument("--lease", type=float, help="seconds without heartbeat before a re-run")
+    w.set_defaults(handler=_worker)
+    j = subparsers.add_parser("jobs", help="recent jobs and their state, or one job as JSON")
+    _queue_args(j)
+    j.add_argument("job_id", nargs="?", help="show this job with its progress and log")
+    j.add_argument("--limit", type=int, default=20, help="how many jobs (default 20)")
+    j.set_defaults(handler=_jobs)
+
+
+def _queue_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="embedded queue folder (default $MOBIUS_DATA_DIR or ~/.cache/mobius/jobs)",
+    )
+    parser.add_argument("--redis-url", help="shared Redis queue (default $MOBIUS_REDIS_URL)")
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from pipeline.jobs import worker_command
+
+    return worker_command(args)
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    from pipeline.jobs import jobs_command
+
+    return jobs_command(args)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
         requester=os.environ.get("USER", ""),
         origin="cli",
     )
+    from pipeline.convert import convert
+
     result = convert(
         request,
         _PrintReporter(),

@@ -51,13 +51,10 @@ from huggingface_hub.utils import validate_repo_id
 
 from converter.errors import MobiusError
 from model_cards import human_size
+from pipeline.request import ConversionRequest
 from pipeline.store import ACTIVE, Record, RedisStore, SqliteStore, Store, Tx
 
-Publish = Literal["pr", "repo", "none"]
-Origin = Literal["space", "hub-mention", "github", "cli"]
 State = Literal["queued", "running", "succeeded", "failed"]
-PUBLISH = ("pr", "repo", "none")
-ORIGINS = ("space", "hub-mention", "github", "cli")
 STAGES = ("resolve", "build", "validate", "card", "publish")
 DEFAULT_RUNNER = "pipeline.convert:run"
 DEFAULT_LEASE_S = 120.0
@@ -72,59 +69,6 @@ class JobRefused(MobiusError):
 
 class JobNotFound(MobiusError):
     """No job has this id."""
-
-
-@dataclass(frozen=True)
-class ConversionRequest:
-    """What to convert and where to deliver it. JSON-serializable: `to_dict` / `from_dict`.
-
-    `source`: a Hub repo id, or a local folder (origin "cli" only). Each (ep, dtype) pair is a
-    variant. `publish`: "pr" on the source repo, "repo" `{namespace}/{name}-ONNX` (namespace
-    defaults to the requester's), or "none". `requester`: who asked (Hub or GitHub user name).
-    """
-
-    source: str
-    eps: tuple[str, ...]
-    dtypes: tuple[str, ...]
-    revision: str | None = None
-    publish: Publish = "pr"
-    namespace: str | None = None
-    private: bool = False
-    requester: str = ""
-    origin: Origin = "cli"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "eps", tuple(self.eps))
-        object.__setattr__(self, "dtypes", tuple(self.dtypes))
-        if not self.source.strip():
-            raise ValueError("source is empty: give a Hub repo id")
-        if not self.eps or not self.dtypes:
-            raise ValueError("a request needs at least one execution provider and one dtype")
-        if self.publish not in PUBLISH:
-            raise ValueError(f"publish must be one of {', '.join(PUBLISH)}, not {self.publish!r}")
-        if self.origin not in ORIGINS:
-            raise ValueError(f"origin must be one of {', '.join(ORIGINS)}, not {self.origin!r}")
-
-    @property
-    def variants(self) -> tuple[str, ...]:
-        """`<ep>-<dtype>` for each requested pair, sorted."""
-        return tuple(sorted({f"{ep}-{dtype}" for ep in self.eps for dtype in self.dtypes}))
-
-    def key(self, revision: str | None = None) -> str:
-        """Identity for dedupe: source, revision (`revision`, the resolved sha, wins over the
-        requested one), sorted variants and publish target."""
-        target = (
-            f"repo:{self.namespace or self.requester}" if self.publish == "repo" else self.publish
-        )
-        rev = revision or self.revision or "default"
-        return f"{self.source}@{rev} [{','.join(self.variants)}] -> {target}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "eps": list(self.eps), "dtypes": list(self.dtypes)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ConversionRequest:
-        return cls(**data)
 
 
 @dataclass
@@ -607,43 +551,21 @@ def _duration(seconds: float) -> str:
 
 
 # -- command line: `mobius worker`, `mobius jobs` ----------------------------------------------
-def _queue_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        help="embedded queue folder (default $MOBIUS_DATA_DIR or ~/.cache/mobius/jobs)",
-    )
-    parser.add_argument("--redis-url", help="shared Redis queue (default $MOBIUS_REDIS_URL)")
-
-
-def add_worker_args(parser: argparse.ArgumentParser) -> None:
-    _queue_args(parser)
-    parser.add_argument("--runner", default=DEFAULT_RUNNER, help="job runner, module:function")
-    parser.add_argument("--concurrency", type=int, default=1, help="jobs at once (default 1)")
-    parser.add_argument(
-        "--lease",
-        type=float,
-        default=DEFAULT_LEASE_S,
-        help=f"seconds without heartbeat before a job is re-run (default {DEFAULT_LEASE_S:g})",
-    )
-
-
 def worker_command(args: argparse.Namespace) -> int:
     """Run queued conversion jobs until SIGINT/SIGTERM."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
-        queue = JobQueue(args.data_dir, args.redis_url, runner=args.runner, lease_s=args.lease)
+        queue = JobQueue(
+            args.data_dir,
+            args.redis_url,
+            runner=args.runner or DEFAULT_RUNNER,
+            lease_s=args.lease or DEFAULT_LEASE_S,
+        )
         queue.run_worker(args.concurrency)
     except (MobiusError, redis.RedisError) as err:
         print(f"mobius worker: {err}", file=sys.stderr)
         return 2
     return 0
-
-
-def add_jobs_args(parser: argparse.ArgumentParser) -> None:
-    _queue_args(parser)
-    parser.add_argument("job_id", nargs="?", help="show this job with its progress and log")
-    parser.add_argument("--limit", type=int, default=20, help="how many jobs (default 20)")
 
 
 def jobs_command(args: argparse.Namespace) -> int:
@@ -670,12 +592,6 @@ def jobs_command(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {
-    "worker": (add_worker_args, worker_command),
-    "jobs": (add_jobs_args, jobs_command),
-}
-
-
 def _age(seconds: float) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
@@ -685,12 +601,12 @@ def _age(seconds: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m pipeline.jobs worker|jobs ...` (the same as `mobius worker|jobs`)."""
+    from pipeline.cli import register_queue_commands
+
     parser = argparse.ArgumentParser(prog="python -m pipeline.jobs")
-    commands = parser.add_subparsers(dest="command", required=True)
-    for name, (add_args, handler) in COMMANDS.items():
-        add_args(commands.add_parser(name, help=handler.__doc__.splitlines()[0]))
+    register_queue_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    return COMMANDS[args.command][1](args)
+    return args.handler(args)
 
 
 if __name__ == "__main__":

@@ -35,9 +35,9 @@ from huggingface_hub.errors import (
 
 from converter.errors import MobiusError
 from model_cards import card_path
+from pipeline.request import PUBLISH as MODES
 
 Mode = Literal["pr", "repo", "none"]
-MODES = ("pr", "repo", "none")
 FOLDER = re.compile(r"onnx/[A-Za-z0-9][A-Za-z0-9._-]*")
 MARKER = re.compile(r"<!-- mobius: (\{.*?\}) -->")
 TOKEN_LIKE = re.compile(r"hf_[A-Za-z0-9]{8,}")
