@@ -213,8 +213,9 @@ def test_remote_requests_name_hub_repos_only(tmp_path: Path) -> None:
     with pytest.raises(JobRefused) as refused:
         queue.submit(request(folder, origin="github"))
     assert str(refused.value) == f"'{folder}' is not a Hub model id (namespace/name)"
+    missing = os.path.relpath(tmp_path / "missing")  # a `..`-style path that does not exist
     with pytest.raises(JobRefused, match="is not a local folder or a Hub model id"):
-        queue.submit(request("../x", origin="cli"))
+        queue.submit(request(missing, origin="cli"))
     assert queue.recent() == []
 
 
