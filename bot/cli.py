@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from converter.errors import MobiusError
+from pipeline.cli import add_queue_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -18,12 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("bot", help="serve the Hub/GitHub webhooks that request conversions")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument(
-        "--data-dir",
-        type=Path,
-        help="queue and bot store folder (default $MOBIUS_DATA_DIR or ~/.cache/mobius/jobs)",
-    )
-    p.add_argument("--redis-url", help="shared Redis queue (default $MOBIUS_REDIS_URL)")
+    add_queue_args(p)
     p.add_argument(
         "--no-worker", action="store_true", help="only enqueue; `mobius worker`s run the jobs"
     )

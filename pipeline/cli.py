@@ -59,19 +59,20 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def register_queue_commands(subparsers: argparse._SubParsersAction) -> None:
     """`worker` and `jobs`."""
     w = subparsers.add_parser("worker", help="run queued conversion jobs until SIGINT/SIGTERM")
-    _queue_args(w)
+    add_queue_args(w)
     w.add_argument("--runner", help="job runner, module:function (default: the converter)")
     w.add_argument("--concurrency", type=int, default=1, help="jobs at once (default 1)")
     w.add_argument("--lease", type=float, help="seconds without heartbeat before a re-run")
     w.set_defaults(handler=_worker)
     j = subparsers.add_parser("jobs", help="recent jobs and their state, or one job as JSON")
-    _queue_args(j)
+    add_queue_args(j)
     j.add_argument("job_id", nargs="?", help="show this job with its progress and log")
     j.add_argument("--limit", type=int, default=20, help="how many jobs (default 20)")
     j.set_defaults(handler=_jobs)
 
 
-def _queue_args(parser: argparse.ArgumentParser) -> None:
+def add_queue_args(parser: argparse.ArgumentParser) -> None:
+    """--data-dir / --redis-url: which queue a command serves (every front door has them)."""
     parser.add_argument(
         "--data-dir",
         type=Path,

@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import httpx2
 from huggingface_hub import CommitOperationAdd, HfApi
@@ -36,8 +35,8 @@ from huggingface_hub.errors import (
 from converter.errors import MobiusError
 from model_cards import card_path
 from pipeline.request import PUBLISH as MODES
+from pipeline.request import Publish as Mode
 
-Mode = Literal["pr", "repo", "none"]
 FOLDER = re.compile(r"onnx/[A-Za-z0-9][A-Za-z0-9._-]*")
 MARKER = re.compile(r"<!-- mobius: (\{.*?\}) -->")
 TOKEN_LIKE = re.compile(r"hf_[A-Za-z0-9]{8,}")

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from converter.errors import MobiusError
+from pipeline.cli import add_queue_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -14,12 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     s = subparsers.add_parser("space", help="run the conversion web app (Gradio)")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=7860, help="port (default 7860)")
-    s.add_argument(
-        "--data-dir",
-        type=Path,
-        help="embedded queue folder (default $MOBIUS_DATA_DIR or ~/.cache/mobius/jobs)",
-    )
-    s.add_argument("--redis-url", help="shared Redis queue (default $MOBIUS_REDIS_URL)")
+    add_queue_args(s)
     s.add_argument(
         "--no-worker",
         action="store_true",
