@@ -49,14 +49,12 @@ _FAMILY_TRAITS: dict[str, dict[str, Any]] = {
     "phi": {
         "layout": "parallel",
         "norm_type": "layer",
-        "gated_mlp": False,
         "qkv_bias": True,
         "o_bias": True,
         "mlp_bias": True,
     },
     "gpt2": {
         "norm_type": "layer",
-        "gated_mlp": False,
         "qkv_bias": True,
         "o_bias": True,
         "mlp_bias": True,
@@ -83,7 +81,6 @@ class ArchitectureConfig:
     layout: str  # pre | sandwich | post | parallel
     # blocks
     activation: str
-    gated_mlp: bool
     fused_qkv: bool
     fused_gate_up: bool
     qkv_bias: bool
@@ -108,10 +105,6 @@ class ArchitectureConfig:
     bos_token_id: int | None
     eos_token_id: tuple[int, ...]
     pad_token_id: int | None
-
-    @property
-    def rotary_dim(self) -> int:
-        return self.rope.dim if self.rope is not None else 0
 
     @classmethod
     def from_hf(cls, config: dict[str, Any]) -> ArchitectureConfig:
@@ -258,7 +251,6 @@ class _Reader:
             norm_offset=traits.get("norm_offset", 0.0),
             layout=traits.get("layout", "pre"),
             activation=activation,
-            gated_mlp=traits.get("gated_mlp", True),
             fused_qkv=traits.get("fused_qkv", False),
             fused_gate_up=traits.get("fused_gate_up", False),
             qkv_bias=traits.get("qkv_bias", attention_bias),

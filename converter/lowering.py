@@ -16,7 +16,7 @@ import onnx_ir as ir
 from converter.components.linear import Conv1D, Linear, PackedLinear
 from converter.errors import MobiusError
 from converter.execution_providers import GQA, MATMUL_NBITS, SKIP_NORM, ExecutionProvider
-from converter.quantize import quantize_q4, to_dequantize_linear
+from converter.quantize import DEQUANTIZE_LINEAR_AXIS, quantize_q4, to_dequantize_linear
 from converter.weights import SourceTensor, source_array
 
 MS_DOMAIN = "com.microsoft"
@@ -417,7 +417,7 @@ def _to_dequantize_linear(graph, matmul, name, q: _LazyQ4, act) -> None:
     dq = ir.node(
         "DequantizeLinear",
         dq_inputs,
-        attributes={"axis": 0, "block_size": q.int4.block_size},
+        attributes={"axis": DEQUANTIZE_LINEAR_AXIS, "block_size": q.int4.block_size},
         name=f"{matmul.name}/dq",
     )
     graph.insert_before(matmul, dq)

@@ -55,10 +55,6 @@ class ValidationReport:
     structural: dict | None = None
     fallbacks: list[str] = field(default_factory=list)
 
-    @property
-    def passed(self) -> bool:
-        return self.status == "passed"
-
     def as_dict(self) -> dict:
         return asdict(self)
 
