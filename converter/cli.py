@@ -29,7 +29,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     b.add_argument("--ep", default="default", choices=tuple(EXECUTION_PROVIDERS))
     b.add_argument("--int4-block-size", type=int, default=32, choices=(16, 32, 64, 128))
     b.add_argument("--int4-asymmetric", action="store_true", help="int4 with per-block zero points")
-    b.add_argument("--int4-lm-head", action="store_true", help="also quantize the lm_head to int4")
+    b.add_argument(
+        "--int4-lm-head",
+        action="store_true",
+        help="also quantize the lm_head (and the embedding where the EP can) to int4",
+    )
     b.add_argument("--revision", help="Hub branch, tag or commit (default: main)")
     b.add_argument("--no-progress", action="store_true", help="hide progress bars")
     # SUPPRESS as default: `mobius --debug build ...` must not be reset to False here.

@@ -15,6 +15,7 @@ GQA = "GroupQueryAttention"  # com.microsoft, replaces Attention (+ RotaryEmbedd
 ROTARY_IN_GQA = "rotary_in_gqa"  # GQA applies rotary itself (do_rotary=1)
 SKIP_NORM = "SkipNormalization"  # com.microsoft Skip(Simplified)LayerNormalization
 MATMUL_NBITS = "MatMulNBits"  # com.microsoft int4 weights
+GATHER_Q4 = "GatherBlockQuantized"  # com.microsoft int4 embedding table
 PACKED_QKV = "packed_qkv"  # one MatMul for q, k and v
 PACKED_GATE_UP = "packed_gate_up"  # one MatMul for gate and up
 
@@ -52,7 +53,9 @@ class ExecutionProvider:
         return None
 
 
-_FUSED = frozenset({GQA, ROTARY_IN_GQA, SKIP_NORM, MATMUL_NBITS, PACKED_QKV, PACKED_GATE_UP})
+_FUSED = frozenset(
+    {GQA, ROTARY_IN_GQA, SKIP_NORM, MATMUL_NBITS, GATHER_Q4, PACKED_QKV, PACKED_GATE_UP}
+)
 
 EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
     ep.name: ep
@@ -76,7 +79,11 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             gqa_dtypes=("f16", "bf16"),  # published kernel table: no f32 GroupQueryAttention
         ),
         ExecutionProvider(
-            "dml", "DmlExecutionProvider", ("f32", "f16", "int4"), _FUSED, int4_activation="f16"
+            "dml",
+            "DmlExecutionProvider",
+            ("f32", "f16", "int4"),
+            _FUSED - {GATHER_Q4},  # no GatherBlockQuantized kernel in the published table
+            int4_activation="f16",
         ),
         ExecutionProvider(
             "webgpu",

@@ -15,7 +15,13 @@ import onnx_ir as ir
 
 from converter.components.linear import Conv1D, Linear, PackedLinear
 from converter.errors import MobiusError
-from converter.execution_providers import GQA, MATMUL_NBITS, SKIP_NORM, ExecutionProvider
+from converter.execution_providers import (
+    GATHER_Q4,
+    GQA,
+    MATMUL_NBITS,
+    SKIP_NORM,
+    ExecutionProvider,
+)
 from converter.quantize import DEQUANTIZE_LINEAR_AXIS, quantize_q4, to_dequantize_linear
 from converter.weights import SourceTensor, source_array
 
@@ -205,6 +211,10 @@ def lower(
     if int4 is not None:
         report.fusions["int4_matmuls"] = quantize_matmuls(model, ep, int4, float_type)
         expected["int4_matmuls"] = _linear_weights(module, int4)
+        if int4.lm_head and ep.has(GATHER_Q4):
+            table = module.embedding_table().name
+            report.fusions["int4_embeddings"] = quantize_embedding(model, table, int4, float_type)
+            expected["int4_embeddings"] = 1
     pretranspose(model)
     if ep.has(GQA):
         report.fusions[GQA] = count_ops(model)[f"{MS_DOMAIN}.{GQA}"]
@@ -262,6 +272,74 @@ def quantize_matmuls(model: ir.Model, ep: ExecutionProvider, int4: Int4, act: ir
             graph.initializers.pop(weight.name)
         count += 1
     return count
+
+
+def quantize_embedding(model: ir.Model, table: str, int4: Int4, act: ir.DataType) -> int:
+    """Gather(embedding table, ids) -> com.microsoft GatherBlockQuantized over int4 rows.
+
+    The packed codes of a MatMulNBits weight are exactly the kernel's uint8 `data` (two
+    4-bit values per byte, low nibble first, zero point 8 when symmetric), reshaped to
+    [rows, columns / 2]. Returns how many Gathers were replaced (0 or 1).
+    """
+    graph = model.graph
+    for node in list(graph):
+        weight = node.inputs[0] if node.op_type == "Gather" and node.domain == "" else None
+        if weight is None or weight.name != table or not _initializer(weight):
+            continue
+        if weight.shape.dims[1] % int4.block_size:
+            return 0  # the kernel needs whole blocks along the row
+        _swap(graph, node, _gather_q4(graph, node, weight, int4, act))
+        if not weight.uses():
+            graph.initializers.pop(weight.name)
+        model.opset_imports.setdefault(MS_DOMAIN, 1)
+        return 1
+    return 0
+
+
+def _gather_q4(graph, gather, weight, int4: Int4, act: ir.DataType) -> ir.Node:
+    rows, columns = weight.shape.dims
+    q = _LazyQ4(weight.const_value, True, int4)
+    parts = 2 if int4.symmetric else 3
+    base, act_np = f"{weight.name}.gather_q4", act.numpy()
+    inputs = [
+        _lazy_initializer(
+            graph,
+            f"{base}.data",
+            q.part(lambda r: ir.Tensor(r.packed.reshape(rows, -1)), parts),
+            ir.DataType.UINT8,
+            [rows, columns // 2],
+        ),
+        gather.inputs[1],
+        _lazy_initializer(
+            graph,
+            f"{base}.scales",
+            q.part(lambda r: ir.Tensor(r.scales.astype(act_np), dtype=act), parts),
+            act,
+            [rows, q.blocks],
+        ),
+    ]
+    if not int4.symmetric:
+        inputs.append(
+            _lazy_initializer(
+                graph,
+                f"{base}.zero_points",
+                q.part(lambda r: ir.Tensor(r.zero_points), parts),
+                ir.DataType.UINT8,
+                [rows, -(-q.blocks // 2)],
+            )
+        )
+    return ir.node(
+        "GatherBlockQuantized",
+        inputs,
+        attributes={
+            "bits": 4,
+            "block_size": int4.block_size,
+            "gather_axis": 0,
+            "quantize_axis": 1,
+        },
+        domain=MS_DOMAIN,
+        name=f"{gather.name}/q4",
+    )
 
 
 def _tied_head_of(node: ir.Node):

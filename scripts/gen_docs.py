@@ -11,6 +11,7 @@ from pathlib import Path
 
 from converter.execution_providers import (
     EXECUTION_PROVIDERS,
+    GATHER_Q4,
     GQA,
     MATMUL_NBITS,
     PACKED_GATE_UP,
@@ -26,6 +27,7 @@ _FUSION_NAMES = {
     ROTARY_IN_GQA: "rotary inside GQA",
     SKIP_NORM: "Skip(Simplified)LayerNormalization",
     MATMUL_NBITS: "MatMulNBits (int4)",
+    GATHER_Q4: "GatherBlockQuantized (int4 embedding)",
     PACKED_QKV: "packed QKV MatMul",
     PACKED_GATE_UP: "packed gate/up MatMul",
 }
@@ -96,7 +98,8 @@ def render_execution_providers() -> str:
         "int4 is block-wise round-to-nearest weight quantization (block 32 by default; "
         "`--int4-block-size 16|64|128`, `--int4-asymmetric` for zero points). Embeddings "
         "and the lm_head stay in the activation dtype unless `--int4-lm-head` is given "
-        "(a head tied to the embeddings then gets an int4 copy; the embedding table stays). "
+        "(a head tied to the embeddings then gets an int4 copy); with it, EPs that have "
+        "`GatherBlockQuantized` also read the token embedding from int4 rows. "
         "On GPU EPs int4 means q4f16: int4 "
         "weights with f16 activations.",
         "",

@@ -16,12 +16,14 @@ from converter.quantize import quantize_q4
 _FLOAT_TABLES = ("embed_tokens", "wte", "wpe", "lm_head")
 
 
-def dequantized_copy(model, block_size: int = 32, symmetric: bool = True):
+def dequantized_copy(model, block_size: int = 32, symmetric: bool = True, tables: bool = False):
+    """`tables`: also the token embedding and lm_head (what --int4-lm-head quantizes)."""
     copied = copy.deepcopy(model)
+    skip = ("wpe",) if tables else _FLOAT_TABLES
     conv1d = model.config.model_type == "gpt2"
     with torch.no_grad():
         for name, param in copied.named_parameters():
-            if param.ndim != 2 or any(t in name for t in _FLOAT_TABLES):
+            if param.ndim != 2 or any(t in name for t in skip):
                 continue
             weight = param.numpy().T if conv1d else param.numpy()  # [N, K]
             q4 = quantize_q4(np.ascontiguousarray(weight), block_size, symmetric)

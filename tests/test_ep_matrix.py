@@ -108,3 +108,18 @@ def test_gpu_variants_are_checked_structurally_not_executed(family, ep):
     assert report["checker"] == "ok", report["checker"]
     assert report["executed"] is False
     assert "not executed" in report["status"]
+
+
+@pytest.mark.parametrize("case", ["llama", "qwen2"])  # untied and tied lm_head
+def test_int4_lm_head_and_embedding_are_exact_up_to_rounding(case, tmp_path):
+    model = make_checkpoint(case, tmp_path / "hf")
+    mask = np.ones_like(PROMPT)
+    expected = generate_steps(dequantized_copy(model, tables=True), PROMPT, mask, STEPS)
+    package = build(str(tmp_path / "hf"), ep="cpu", dtype="int4", int4_lm_head=True, progress=False)
+    assert package.lowering.fusions["int4_embeddings"] == 1
+    package.save(tmp_path / "onnx", progress=False)
+    ops = [n.op_type for n in onnx.load(tmp_path / "onnx" / "model.onnx").graph.node]
+    assert "GatherBlockQuantized" in ops and "Gather" not in ops
+    actual = OnnxDecoder(tmp_path / "onnx").run(PROMPT, mask, STEPS)
+    cosine, relative, _ = _compare(expected, actual)
+    assert cosine >= BOUNDS["int4"]["cosine"] and relative <= BOUNDS["int4"]["relative"]
