@@ -209,11 +209,14 @@ def lower(
         report.fusions["skip_norms"] = fuse_skip_norms(model)
         expected["skip_norms"] = module.expected_skip_norms()
     if int4 is not None:
-        report.fusions["int4_matmuls"] = quantize_matmuls(model, ep, int4, float_type)
+        quantizers: dict[str, _LazyQ4] = {}  # a tied table is quantized once, head and rows
+        report.fusions["int4_matmuls"] = quantize_matmuls(model, ep, int4, float_type, quantizers)
         expected["int4_matmuls"] = _linear_weights(module, int4)
         if int4.lm_head and ep.has(GATHER_Q4):
             table = module.embedding_table().name
-            report.fusions["int4_embeddings"] = quantize_embedding(model, table, int4, float_type)
+            report.fusions["int4_embeddings"] = quantize_embedding(
+                model, table, int4, float_type, quantizers
+            )
             expected["int4_embeddings"] = 1
     pretranspose(model)
     if ep.has(GQA):
@@ -241,7 +244,13 @@ def _linear_weights(module, int4: Int4) -> int:
     return count
 
 
-def quantize_matmuls(model: ir.Model, ep: ExecutionProvider, int4: Int4, act: ir.DataType) -> int:
+def quantize_matmuls(
+    model: ir.Model,
+    ep: ExecutionProvider,
+    int4: Int4,
+    act: ir.DataType,
+    quantizers: dict[str, _LazyQ4],
+) -> int:
     """MatMul by a weight initializer -> int4 weights, lazily quantized while written.
 
     EPs with MatMulNBits get that kernel; the portable graph gets the standard
@@ -258,7 +267,9 @@ def quantize_matmuls(model: ir.Model, ep: ExecutionProvider, int4: Int4, act: ir
         if weight.name == LM_HEAD and not int4.lm_head:
             continue
         if ep.has(MATMUL_NBITS):
-            quantized = _LazyQ4(weight.const_value, layout_nk, int4)
+            quantized = quantizers.setdefault(
+                weight.name, _LazyQ4(weight.const_value, layout_nk, int4)
+            )
             _to_matmul_nbits(graph, node, weight.name, quantized, ep, act)
             model.opset_imports.setdefault(MS_DOMAIN, 1)
         else:
@@ -274,7 +285,9 @@ def quantize_matmuls(model: ir.Model, ep: ExecutionProvider, int4: Int4, act: ir
     return count
 
 
-def quantize_embedding(model: ir.Model, table: str, int4: Int4, act: ir.DataType) -> int:
+def quantize_embedding(
+    model: ir.Model, table: str, int4: Int4, act: ir.DataType, quantizers: dict[str, _LazyQ4]
+) -> int:
     """Gather(embedding table, ids) -> com.microsoft GatherBlockQuantized over int4 rows.
 
     The packed codes of a MatMulNBits weight are exactly the kernel's uint8 `data` (two
@@ -288,7 +301,8 @@ def quantize_embedding(model: ir.Model, table: str, int4: Int4, act: ir.DataType
             continue
         if weight.shape.dims[1] % int4.block_size:
             return 0  # the kernel needs whole blocks along the row
-        _swap(graph, node, _gather_q4(graph, node, weight, int4, act))
+        q = quantizers.get(weight.name) or _LazyQ4(weight.const_value, True, int4)
+        _swap(graph, node, _gather_q4(graph, node, weight, q, act))
         if not weight.uses():
             graph.initializers.pop(weight.name)
         model.opset_imports.setdefault(MS_DOMAIN, 1)
@@ -296,16 +310,15 @@ def quantize_embedding(model: ir.Model, table: str, int4: Int4, act: ir.DataType
     return 0
 
 
-def _gather_q4(graph, gather, weight, int4: Int4, act: ir.DataType) -> ir.Node:
+def _gather_q4(graph, gather, weight, q: _LazyQ4, act: ir.DataType) -> ir.Node:
     rows, columns = weight.shape.dims
-    q = _LazyQ4(weight.const_value, True, int4)
-    parts = 2 if int4.symmetric else 3
+    int4 = q.int4
     base, act_np = f"{weight.name}.gather_q4", act.numpy()
     inputs = [
         _lazy_initializer(
             graph,
             f"{base}.data",
-            q.part(lambda r: ir.Tensor(r.packed.reshape(rows, -1)), parts),
+            q.part(lambda r: ir.Tensor(r.packed.reshape(rows, -1))),
             ir.DataType.UINT8,
             [rows, columns // 2],
         ),
@@ -313,7 +326,7 @@ def _gather_q4(graph, gather, weight, int4: Int4, act: ir.DataType) -> ir.Node:
         _lazy_initializer(
             graph,
             f"{base}.scales",
-            q.part(lambda r: ir.Tensor(r.scales.astype(act_np), dtype=act), parts),
+            q.part(lambda r: ir.Tensor(r.scales.astype(act_np), dtype=act)),
             act,
             [rows, q.blocks],
         ),
@@ -323,7 +336,7 @@ def _gather_q4(graph, gather, weight, int4: Int4, act: ir.DataType) -> ir.Node:
             _lazy_initializer(
                 graph,
                 f"{base}.zero_points",
-                q.part(lambda r: ir.Tensor(r.zero_points), parts),
+                q.part(lambda r: ir.Tensor(r.zero_points)),
                 ir.DataType.UINT8,
                 [rows, -(-q.blocks // 2)],
             )
@@ -376,13 +389,16 @@ class _LazyQ4:
         self.source, self.layout_nk, self.int4 = source, layout_nk, int4
         self.form = form or (lambda q4: q4)  # the encoding the parts are picked from
         self._result = None
+        self._parts = 0  # registered parts; the result is dropped once each was served
         self._served = 0
         self._lock = threading.Lock()
         dims = source.shape.dims
         self.n, self.k = dims if layout_nk else dims[::-1]
         self.blocks = -(-self.k // int4.block_size)
 
-    def part(self, pick, parts: int):
+    def part(self, pick):
+        self._parts += 1
+
         def compute() -> ir.Tensor:
             with self._lock:
                 return serve()
@@ -395,7 +411,7 @@ class _LazyQ4:
                 self._result = self.form(q4)
             tensor = pick(self._result)
             self._served += 1
-            if self._served == parts:  # every part written: drop the quantized copy
+            if self._served == self._parts:  # every part written: drop the quantized copy
                 self._result, self._served = None, 0
             return tensor
 
@@ -416,21 +432,20 @@ def _lazy_initializer(graph: ir.Graph, name: str, compute, dtype, dims) -> ir.Va
 
 def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act) -> None:
     act_np = act.numpy()
-    parts = 2 if q.int4.symmetric else 3
     bs = q.int4.block_size
     inputs = [
         matmul.inputs[0],
         _lazy_initializer(
             graph,
             f"{name}.q4",
-            q.part(lambda r: ir.Tensor(r.packed), parts),
+            q.part(lambda r: ir.Tensor(r.packed)),
             ir.DataType.UINT8,
             [q.n, q.blocks, bs // 2],
         ),
         _lazy_initializer(
             graph,
             f"{name}.scales",
-            q.part(lambda r: ir.Tensor(r.scales.astype(act_np), dtype=act), parts),
+            q.part(lambda r: ir.Tensor(r.scales.astype(act_np), dtype=act)),
             act,
             [q.n, q.blocks],
         ),
@@ -440,7 +455,7 @@ def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act
             _lazy_initializer(
                 graph,
                 f"{name}.zero_points",
-                q.part(lambda r: ir.Tensor(r.zero_points), parts),
+                q.part(lambda r: ir.Tensor(r.zero_points)),
                 ir.DataType.UINT8,
                 [q.n, -(-q.blocks // 2)],
             )
@@ -463,7 +478,6 @@ def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act
 
 def _to_dequantize_linear(graph, matmul, name, q: _LazyQ4, act) -> None:
     act_np = act.numpy()
-    parts = 2 if q.int4.symmetric else 3
     values_type = ir.DataType.INT4 if q.int4.symmetric else ir.DataType.UINT4
 
     def pick_values(r):
@@ -473,10 +487,8 @@ def _to_dequantize_linear(graph, matmul, name, q: _LazyQ4, act) -> None:
         return ir.Tensor(r[1].astype(act_np), dtype=act)
 
     dq_inputs = [
-        _lazy_initializer(graph, f"{name}.q4", q.part(pick_values, parts), values_type, [q.k, q.n]),
-        _lazy_initializer(
-            graph, f"{name}.scales", q.part(pick_scales, parts), act, [q.blocks, q.n]
-        ),
+        _lazy_initializer(graph, f"{name}.q4", q.part(pick_values), values_type, [q.k, q.n]),
+        _lazy_initializer(graph, f"{name}.scales", q.part(pick_scales), act, [q.blocks, q.n]),
     ]
     if not q.int4.symmetric:
 
@@ -487,7 +499,7 @@ def _to_dequantize_linear(graph, matmul, name, q: _LazyQ4, act) -> None:
             _lazy_initializer(
                 graph,
                 f"{name}.zero_points",
-                q.part(pick_zero_points, parts),
+                q.part(pick_zero_points),
                 ir.DataType.UINT4,
                 [q.blocks, q.n],
             )
