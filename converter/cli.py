@@ -7,6 +7,7 @@ Each layer registers its own subcommands; `mobius/cli.py` composes them all into
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -36,6 +37,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     b.add_argument("--revision", help="Hub branch, tag or commit (default: main)")
     b.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    b.add_argument(
+        "--json", action="store_true", help="print the package's path and manifest as JSON"
+    )
     # SUPPRESS as default: `mobius --debug build ...` must not be reset to False here.
     b.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
@@ -45,12 +49,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     v = commands.add_parser("validate", help="check a package in onnxruntime against a reference")
     v.add_argument("package", type=Path, help="a folder written by `mobius build`")
     v.add_argument("--json", action="store_true", help="print the report as JSON")
-    v.add_argument("--steps", type=int, help="greedy decode steps (default 8)")
+    v.add_argument("--steps", type=_at_least_one, help="greedy decode steps (default 8)")
     v.add_argument(
         "--reference",
         default="auto",
         choices=("auto", "transformers", "default"),
         help="transformers on the same checkpoint, or the default f32 variant built on the fly",
+    )
+    v.add_argument(
+        "--source",
+        metavar="ID_OR_DIR",
+        help="the checkpoint the package was built from (default: the one mobius.json records)",
     )
     v.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
@@ -59,6 +68,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     listing = commands.add_parser("list", help="list what mobius supports")
     listing.add_argument("what", choices=("models",))
+    listing.add_argument("--json", action="store_true", help="print the rows as JSON")
     listing.set_defaults(handler=_list_models)
 
 
@@ -73,28 +83,76 @@ def _build(args: argparse.Namespace) -> int:
         int4_symmetric=not args.int4_asymmetric,
         int4_lm_head=args.int4_lm_head,
     )
-    out = package.save(args.output, progress=not args.no_progress)
-    print(f"wrote {package.config.model_type} ({args.ep}, {args.dtype}) package to {out.resolve()}")
+    out = package.save(args.output, progress=not args.no_progress).resolve()
+    if args.json:
+        manifest = json.loads((out / "mobius.json").read_text())
+        print(json.dumps({"package": str(out), **manifest}, indent=2))
+    else:
+        print(f"wrote {package.config.model_type} ({args.ep}, {args.dtype}) package to {out}")
     return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from converter.validate import DECODE_STEPS, format_report, validate  # imports onnxruntime
+    from converter.validate import (  # imports onnxruntime
+        DECODE_STEPS,
+        PUBLISHABLE,
+        format_report,
+        validate,
+    )
 
-    steps = args.steps or DECODE_STEPS
-    report = validate(args.package, reference=args.reference, steps=steps)
+    steps = DECODE_STEPS if args.steps is None else args.steps
+    report = validate(args.package, reference=args.reference, steps=steps, source=args.source)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
         print(format_report(report))
-    return 1 if report.status == "failed" else 0
+    return 0 if report.status in PUBLISHABLE else 1
 
 
 def _list_models(args: argparse.Namespace) -> int:
-    width = max(len(t) for t in FAMILIES)
-    for model_type, family in sorted(FAMILIES.items()):
-        print(f"{model_type:<{width}}  {family.task:<16} e.g. {', '.join(family.examples)}")
+    rows = [
+        {
+            "model_type": model_type,
+            "task": family.task,
+            "genai_type": family.genai_type,
+            "notes": family.notes,
+            "examples": list(family.examples),
+        }
+        for model_type, family in sorted(FAMILIES.items())
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    width = max(len(row["model_type"]) for row in rows)
+    for row in rows:
+        examples = ", ".join(row["examples"])
+        print(f"{row['model_type']:<{width}}  {row['task']:<16} e.g. {examples}")
     return 0
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def missing_modules(modules: Sequence[str]) -> list[str]:
+    """Those of `modules` that cannot be imported here."""
+    return [name for name in modules if importlib.util.find_spec(name) is None]
+
+
+def require_extra(extra: str, modules: Sequence[str], *, needed_by: str) -> None:
+    """A one-line MobiusError naming the pyproject extra to install when a module is missing."""
+    missing = missing_modules(modules)
+    if missing:
+        raise MobiusError(
+            f"{needed_by} needs {' and '.join(missing)}, which this environment lacks: "
+            f'pip install "mobius-hub[{extra}]"'
+        )
 
 
 def run(argv: Sequence[str] | None, registrars: Sequence[Registrar]) -> int:

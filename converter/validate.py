@@ -5,12 +5,12 @@ reference is `transformers` on the same checkpoint when it is installed, otherwi
 portable `default` f32 variant built on the fly. Logits are compared teacher-forced on the
 reference's greedy tokens (so every position sees the same context); greedy decoding is
 compared free-running. A variant whose EP is not on the host is checked structurally and
-reported as not executed, never as passed.
+reported as not executed, never as passed; the `default` f32 variant without transformers
+has no reference but itself and is reported as unverified.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -19,12 +19,20 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from converter.cli import missing_modules, require_extra
+from converter.errors import MobiusError, SourceError
 from converter.execution_providers import EXECUTION_PROVIDERS
 from converter.runtime import OnnxDecoder
 from converter.source import Source, resolve_source
 
 PROMPT_LENGTH = 16
 DECODE_STEPS = 8
+REFERENCES = ("auto", "transformers", "default")
+REFERENCE_EXTRA = ("validate", ("torch", "transformers"))  # pyproject.toml's extra
+# onnxruntime-genai's tokenizer reads both (measured with 0.18: either missing fails to load).
+GENAI_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+# A variant may be published with these; "not executed" is labelled as such on the card.
+PUBLISHABLE = ("passed", "not executed")
 
 # Picked on the tiny *trained* Llama of examples/ and three scratch variants (84 runs):
 # max_abs_diff 3x the worst measured, cosine 1 - 10x the worst gap, top-1 one flipped row
@@ -42,8 +50,9 @@ class ValidationReport:
     package: str
     ep: str
     dtype: str
-    status: str  # "passed" | "failed" | "not executed"
+    status: str  # "passed" | "failed" | "not executed" | "unverified"
     reference: str | None = None  # "transformers" | "default-f32"
+    reason: str | None = None  # why the status is "unverified"
     max_abs_diff: float | None = None
     min_cosine: float | None = None
     top1_agreement: float | None = None
@@ -64,11 +73,16 @@ def validate(
     *,
     reference: str = "auto",
     steps: int = DECODE_STEPS,
-    source: Source | None = None,
+    source: str | Path | Source | None = None,
 ) -> ValidationReport:
-    """Validate a saved package; `reference` is "auto", "transformers" or "default"."""
+    """Validate a saved package; `reference` is "auto", "transformers" or "default".
+
+    `source` is the checkpoint the package was built from (a folder, a Hub id or a resolved
+    `Source`); by default the one its manifest records.
+    """
+    _check_arguments(reference, steps)
     package = Path(package)
-    manifest = json.loads((package / "mobius.json").read_text())
+    manifest = _read_manifest(package)
     ep = EXECUTION_PROVIDERS[manifest["ep"]]
     report = ValidationReport(
         package=str(package),
@@ -77,18 +91,24 @@ def validate(
         status="not executed",
         thresholds=THRESHOLDS[manifest["dtype"]],
         fallbacks=manifest.get("lowering", {}).get("fallbacks", []),
+        failures=_missing_runtime_files(package, manifest),
     )
     if ep.ort_provider not in ort.get_available_providers():
         from converter.kernels import structural_report
 
         report.structural = structural_report(package / "model.onnx", ep.name)
-        return report
+        return _concluded(report, "not executed")
+    kind = _reference_kind(reference)
+    if kind == "default-f32" and (ep.name, report.dtype) == ("default", "f32"):
+        report.reason = _self_comparison(reference)
+        return _concluded(report, "unverified")
     candidate = OnnxDecoder(package, ep.ort_provider)
     vocab = json.loads((package / "genai_config.json").read_text())["model"]["vocab_size"]
     prompt = np.random.default_rng(0).integers(0, vocab, size=(1, PROMPT_LENGTH))
-    source = source or _source_of(manifest)
+    source = _resolved(source) if source is not None else _source_of(manifest)
     with tempfile.TemporaryDirectory(prefix="mobius-reference-") as scratch:
-        ref, report.reference = _reference(reference, source, Path(scratch))
+        ref = _reference(kind, source, Path(scratch))
+        report.reference = kind
         expected_tokens, _ = ref.greedy(prompt, steps)
         expected = ref.run(prompt, np.ones_like(prompt), _as_steps(expected_tokens[:-1]))
     actual = candidate.run(prompt, np.ones_like(prompt), _as_steps(expected_tokens[:-1]))
@@ -96,19 +116,72 @@ def validate(
     report.load_seconds = candidate.load_seconds
     _compare(report, np.concatenate(expected, axis=1), np.concatenate(actual, axis=1))
     report.greedy_match = _leading_matches(tokens, expected_tokens) / steps
-    report.status = "failed" if report.failures else "passed"
+    return _concluded(report, "passed")
+
+
+def _check_arguments(reference: str, steps: int) -> None:
+    if reference not in REFERENCES:
+        raise MobiusError(f"unknown reference {reference!r}: use one of {', '.join(REFERENCES)}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise MobiusError(f"steps must be a whole number of at least 1, got {steps!r}")
+    if reference == "transformers":
+        require_extra(*REFERENCE_EXTRA, needed_by="the transformers reference")
+
+
+def _read_manifest(package: Path) -> dict:
+    path = package / "mobius.json"
+    if not path.is_file():
+        raise MobiusError(f"{package} is not a mobius package: it has no mobius.json")
+    return json.loads(path.read_text())
+
+
+def _missing_runtime_files(package: Path, manifest: dict) -> list[str]:
+    if manifest.get("task") != "text-generation":
+        return []
+    missing = [name for name in GENAI_TOKENIZER_FILES if not (package / name).is_file()]
+    if not missing:
+        return []
+    return [
+        f"no tokenizer: onnxruntime-genai cannot run this package without {' and '.join(missing)}"
+        " (copy the source checkpoint's tokenizer files into the package)"
+    ]
+
+
+def _concluded(report: ValidationReport, status: str) -> ValidationReport:
+    """`status` unless a check failed."""
+    report.status = "failed" if report.failures else status
     return report
+
+
+def _reference_kind(reference: str) -> str:
+    if reference == "transformers" or (
+        reference == "auto" and not missing_modules(REFERENCE_EXTRA[1])
+    ):
+        return "transformers"
+    return "default-f32"
+
+
+def _self_comparison(reference: str) -> str:
+    install = f'pip install "mobius-hub[{REFERENCE_EXTRA[0]}]"'
+    if reference == "default":
+        return (
+            "the default reference is this same variant rebuilt, so nothing independent checked "
+            f"it: use the transformers reference ({install})"
+        )
+    return (
+        "no independent reference: torch and transformers are not installed, and the default "
+        f"f32 variant would only be compared with itself. Install them with: {install}"
+    )
 
 
 def format_report(report: ValidationReport) -> str:
     """A short human table."""
     rows = [("package", report.package), ("variant", f"{report.ep} / {report.dtype}")]
     rows.append(("status", report.status.upper()))
-    if report.status == "not executed":
-        structural = report.structural or {}
-        rows.append(("structural check", structural.get("status", "")))
-        rows += [("unsupported op", line) for line in structural.get("unsupported_ops", [])]
-    else:
+    if report.structural is not None:
+        rows.append(("structural check", report.structural["status"]))
+        rows += [("unsupported op", line) for line in report.structural["unsupported_ops"]]
+    if report.max_abs_diff is not None:
         rows += [
             ("reference", report.reference),
             ("max abs diff", f"{report.max_abs_diff:.3g}"),
@@ -118,10 +191,24 @@ def format_report(report: ValidationReport) -> str:
             ("load time", f"{report.load_seconds:.2f} s"),
             ("decode speed", f"{report.tokens_per_second:.1f} tokens/s"),
         ]
-        rows += [("failed", line) for line in report.failures]
+    if report.reason:
+        rows.append(("reason", report.reason))
+    rows += [("failed", line) for line in report.failures]
     rows += [("note", line) for line in report.fallbacks]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def summarize(report: dict) -> str:
+    """One line for a report (as_dict): the status and its evidence."""
+    status = report["status"]
+    if report.get("max_abs_diff") is not None:
+        status += (
+            f" (max abs diff {report['max_abs_diff']:.3g}, top-1 {report['top1_agreement']:.1%},"
+            f" vs {report['reference']})"
+        )
+    details = [*report.get("failures", []), *filter(None, [report.get("reason")])]
+    return "; ".join([status, *details])
 
 
 def _as_steps(tokens: list[int]) -> list[np.ndarray]:
@@ -151,23 +238,30 @@ def _compare(report: ValidationReport, expected: np.ndarray, actual: np.ndarray)
             report.failures.append(f"{metric} {value:.6g} misses the {report.dtype} bound {bound}")
 
 
+def _resolved(source: str | Path | Source) -> Source:
+    return source if isinstance(source, Source) else resolve_source(str(source), progress=False)
+
+
 def _source_of(manifest: dict) -> Source:
     origin = manifest["source"]
     if origin.get("repo_id"):
         return resolve_source(origin["repo_id"], revision=origin["revision"], progress=False)
+    if not Path(origin["path"]).is_dir():
+        raise SourceError(
+            f"the package was built from {origin['path']}, which no longer exists; validate "
+            "compares against that checkpoint: give its new location with --source DIR "
+            "(Python: source=DIR)"
+        )
     return resolve_source(origin["path"], progress=False)
 
 
 def _reference(kind: str, source: Source, scratch: Path):
-    if kind not in ("auto", "transformers", "default"):
-        raise ValueError(f"unknown reference {kind!r}")
-    has_transformers = all(importlib.util.find_spec(m) for m in ("torch", "transformers"))
-    if kind == "transformers" or (kind == "auto" and has_transformers):
-        return TransformersReference(source.path), "transformers"
+    if kind == "transformers":
+        return TransformersReference(source.path)
     from converter.build import build
 
     build(str(source.path), ep="default", dtype="f32", progress=False).save(scratch, progress=False)
-    return OnnxDecoder(scratch), "default-f32"
+    return OnnxDecoder(scratch)
 
 
 class TransformersReference:
@@ -197,7 +291,7 @@ class TransformersReference:
                     cache=cache,
                     use_cache=True,
                 )
-                cache = out.past_key_values
+                cache = out.cache
                 outputs.append(out.logits.float().numpy())
         return outputs
 

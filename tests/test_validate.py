@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from converter import build
+from converter import MobiusError, SourceError, build
 from converter.cli import main
 from converter.validate import validate
 
@@ -74,3 +76,82 @@ def test_ep_missing_on_host_is_not_executed(packages, capsys):
     assert report.max_abs_diff is None
     assert main(["validate", str(package)]) == 0
     assert "NOT EXECUTED" in capsys.readouterr().out
+
+
+@pytest.fixture
+def no_transformers(monkeypatch):
+    """An environment without the validate extra, as the import check sees it."""
+    for name in ("torch", "transformers"):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_default_f32_without_transformers_is_unverified(packages, no_transformers, capsys):
+    report = validate(packages("default", "f32"))
+    assert report.status == "unverified" and report.max_abs_diff is None
+    assert 'pip install "mobius-hub[validate]"' in report.reason
+    assert main(["validate", str(packages("default", "f32"))]) == 1
+    out = capsys.readouterr().out
+    assert "UNVERIFIED" in out and "mobius-hub[validate]" in out and "PASSED" not in out
+
+
+def test_default_reference_of_default_f32_is_unverified(packages):
+    report = validate(packages("default", "f32"), reference="default")
+    assert report.status == "unverified" and report.reference is None
+    assert "transformers reference" in report.reason
+
+
+def test_other_variants_without_transformers_use_the_default_f32(packages, no_transformers):
+    report = validate(packages("cpu", "f32"), steps=4)
+    assert report.reference == "default-f32"
+    assert report.status == "passed", report.failures
+
+
+def test_transformers_reference_without_the_extra_is_refused(packages, no_transformers, capsys):
+    package = str(packages("cpu", "f32"))
+    assert main(["validate", package, "--reference", "transformers"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "needs torch and transformers" in err and 'pip install "mobius-hub[validate]"' in err
+    with pytest.raises(MobiusError, match=r"mobius-hub\[validate\]"):
+        validate(package, reference="transformers")
+
+
+@pytest.mark.parametrize("steps", ["0", "-3"])
+def test_steps_below_one_are_refused(packages, capsys, steps):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["validate", str(packages("cpu", "f32")), "--steps", steps])
+    assert exit_info.value.code == 2
+    assert "argument --steps: must be at least 1" in capsys.readouterr().err
+    with pytest.raises(MobiusError, match="steps must be a whole number of at least 1"):
+        validate(packages("cpu", "f32"), steps=int(steps))
+
+
+def test_moved_source_folder_is_named_and_can_be_given(tmp_path, capsys):
+    checkpoint, moved = tmp_path / "checkpoint", tmp_path / "moved"
+    shutil.copytree(TINY_LLAMA, checkpoint)
+    package = build(str(checkpoint), ep="cpu", progress=False).save(
+        tmp_path / "pkg", progress=False
+    )
+    checkpoint.rename(moved)
+    with pytest.raises(SourceError, match=rf"{checkpoint}, which no longer exists.*--source DIR"):
+        validate(package)
+    assert main(["validate", str(package)]) == 1
+    assert "--source DIR" in capsys.readouterr().err
+    assert validate(package, source=moved, steps=2).status == "passed"
+    assert main(["validate", str(package), "--source", str(moved), "--steps", "2"]) == 0
+
+
+@pytest.mark.parametrize(("ep", "dtype"), [("cpu", "f32"), ("default", "f32"), ("cuda", "f16")])
+@pytest.mark.parametrize("removed", ["tokenizer.json", "tokenizer_config.json"])
+def test_text_generation_without_tokenizer_fails(packages, tmp_path, capsys, ep, dtype, removed):
+    package = tmp_path / "pkg"
+    shutil.copytree(packages(ep, dtype), package)
+    (package / removed).unlink()
+    report = validate(package, steps=2)
+    assert report.status == "failed"
+    assert [
+        f"onnxruntime-genai cannot run this package without {removed}" in line
+        for line in report.failures
+    ] == [True]
+    assert main(["validate", str(package), "--steps", "2"]) == 1
+    assert f"without {removed}" in capsys.readouterr().out
