@@ -71,13 +71,21 @@ class ModelPackage:
         return output
 
     def _write_model(self, path: Path, progress: bool) -> None:
-        with tqdm(desc="writing weights", unit="tensor", disable=not progress) as bar:
+        # The bar starts at the first tensor, the first moment its total is known.
+        bar = None
 
-            def tick(_tensor, info) -> None:
-                bar.total = info.total
-                bar.update(1)
+        def tick(_tensor, info) -> None:
+            nonlocal bar
+            if bar is None:
+                bar = tqdm(desc="writing weights", unit="tensor", total=info.total)
+            bar.update(1)
 
-            ir.save(self.model, path, external_data=DATA_FILE, callback=tick, max_workers=2)
+        try:
+            callback = tick if progress else None
+            ir.save(self.model, path, external_data=DATA_FILE, callback=callback, max_workers=2)
+        finally:
+            if bar is not None:
+                bar.close()
 
     def genai_config(self, generation: dict[str, Any]) -> dict[str, Any]:
         cfg = self.config

@@ -8,8 +8,11 @@ layout). Wired into the `mobius` command by `mobius/cli.py` through `register`.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import sys
 from pathlib import Path
+from typing import TextIO
 
 from converter.errors import MobiusError
 from pipeline.request import PUBLISH as MODES
@@ -48,6 +51,11 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="validate against transformers, or the default f32 variant built on the fly",
     )
     c.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    c.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as JSON on stdout (progress goes to stderr)",
+    )
     c.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
@@ -112,29 +120,51 @@ def run(args: argparse.Namespace) -> int:
     )
     from pipeline.convert import convert
 
+    variants = len(request.eps) * len(request.dtypes)
+    reporter = _PrintReporter(variants, sys.stderr if args.json else sys.stdout)
     result = convert(
         request,
-        _PrintReporter(),
+        reporter,
         output=args.output,
         token=token,
         reference=args.reference,
         force=args.force,
         progress=not args.no_progress,
     )
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        _print_summary(result.reports)
     return 1 if result.failed else 0
 
 
+def _print_summary(reports: dict[str, dict]) -> None:
+    from converter.validate import summarize
+
+    names = {folder: folder.removeprefix("onnx/") for folder in reports}
+    width = max(map(len, names.values()), default=0)
+    for folder, report in reports.items():
+        print(f"{names[folder]:<{width}}  {summarize(report)}")
+
+
 class _PrintReporter:
-    """Progress for a person at a terminal: the log lines only."""
+    """Progress for a person at a terminal: `[i/n] variant: step` lines and the log."""
+
+    def __init__(self, variants: int, stream: TextIO) -> None:
+        self.variants, self.stream = variants, stream
+        self.numbers: dict[str, int] = {}
 
     def stage(self, name: str) -> None:
         pass
 
     def progress(self, variant: str | None, percent: float, message: str = "") -> None:
-        pass
+        if variant is None:
+            return
+        number = self.numbers.setdefault(variant, len(self.numbers) + 1)
+        self.log(f"[{number}/{self.variants}] {variant.removeprefix('onnx/')}: {message}")
 
     def log(self, line: str) -> None:
-        print(line)
+        print(line, file=self.stream, flush=True)
 
 
 def _csv(text: str) -> list[str]:

@@ -1,0 +1,93 @@
+"""What the `mobius` command prints: --json output alone on stdout, per-variant progress,
+progress bars with a real total, and one-line errors for a front door whose extra is missing."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from converter.registry import FAMILIES
+from mobius.cli import main
+
+TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
+
+
+def test_build_json_is_all_of_stdout(tmp_path, capsys):
+    out = tmp_path / "pkg"
+    argv = ["build", "--model", str(TINY_LLAMA), "--output", str(out), "--json"]
+    assert main([*argv, "--ep", "cpu", "--dtype", "int4"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["package"] == str(out.resolve())
+    assert (printed["model_type"], printed["ep"], printed["dtype"]) == ("llama", "cpu", "int4")
+    assert printed["lowering"]["fusions"]["GroupQueryAttention"] == 2
+    assert printed["lowering"]["fusions"]["int4_matmuls"] > 0
+    assert printed["source"]["path"] == str(TINY_LLAMA.resolve())
+
+
+def test_weight_bar_shows_its_total_from_the_start(tmp_path, capsys):
+    assert main(["build", "--model", str(TINY_LLAMA), "--output", str(tmp_path / "a")]) == 0
+    bars = [s for s in re.split(r"[\r\n]", capsys.readouterr().err) if "writing weights" in s]
+    assert bars, "no weight bar"
+    assert all(re.match(r"writing weights:\s+\d+%\|.*\| \d+/16 ", bar) for bar in bars), bars
+    assert "16/16" in bars[-1]
+    argv = ["build", "--model", str(TINY_LLAMA), "--output", str(tmp_path / "b"), "--no-progress"]
+    assert main(argv) == 0
+    assert "writing weights" not in capsys.readouterr().err
+
+
+def test_list_models_json(capsys):
+    assert main(["list", "models", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["model_type"] for row in rows] == sorted(FAMILIES)
+    llama = next(row for row in rows if row["model_type"] == "llama")
+    assert llama["task"] == "text-generation" and llama["genai_type"] == "llama"
+    assert "HuggingFaceTB/SmolLM2-135M" in llama["examples"]
+
+
+def test_convert_prints_each_variant_as_it_goes(tmp_path, capsys):
+    argv = ["convert", str(TINY_LLAMA), "--output", str(tmp_path), "--no-progress"]
+    assert main([*argv, "--ep", "default,cpu", "--dtype", "f32"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    steps = [line for line in out if line.startswith("[")]
+    assert steps == [
+        "[1/2] default-f32: building",
+        "[1/2] default-f32: validating",
+        "[1/2] default-f32: passed",
+        "[2/2] cpu-f32: building",
+        "[2/2] cpu-f32: validating",
+        "[2/2] cpu-f32: passed",
+    ]
+    summary = r"passed \(max abs diff [0-9.e+-]+, top-1 100\.0%, vs transformers\)"
+    assert re.fullmatch(rf"default-f32  {summary}", out[-2]), out[-2]
+    assert re.fullmatch(rf"cpu-f32      {summary}", out[-1]), out[-1]
+
+
+def test_convert_json_is_all_of_stdout(tmp_path, capsys):
+    argv = ["convert", str(TINY_LLAMA), "--output", str(tmp_path), "--json"]
+    assert main([*argv, "--ep", "cpu", "--dtype", "int4"]) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert result["output"] == str(tmp_path) and result["failed"] == []
+    assert list(result["reports"]) == ["onnx/cpu-int4"]
+    assert result["reports"]["onnx/cpu-int4"]["status"] == "passed"
+    assert "[1/1] cpu-int4: validating" in captured.err.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("command", "module"),
+    [("bot", "fastapi"), ("bot", "uvicorn"), ("bot", "github3"), ("space", "gradio")],
+)
+def test_front_door_without_its_extra_names_it(monkeypatch, tmp_path, capsys, command, module):
+    monkeypatch.setitem(sys.modules, module, None)  # what an import sees when it is not installed
+    for loaded in ("bot.app", "bot.replies", "space_app.app"):  # so they import it again
+        monkeypatch.delitem(sys.modules, loaded, raising=False)
+    assert main([command, "--data-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"mobius: error: mobius {command} needs {module}, which this environment lacks: "
+        f'pip install "mobius-hub[{command}]"\n'
+    )
