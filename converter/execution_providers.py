@@ -33,6 +33,12 @@ class ExecutionProvider:
     gqa_head_size_multiple: int = 1  # GroupQueryAttention kernel constraint
     gqa_dtypes: tuple[str, ...] = ("f32", "f16")  # activation dtypes its GQA kernel runs
     gqa_rotary_multiple: int = 8  # do_rotary needs cos_cache dim 1 (rotary_dim / 2) % 8 == 0
+    gqa_rotary_head_size_multiple: int = 1  # do_rotary's own head_size constraint
+    # What its GQA kernel reads from local_window_size: the number of keys a query sees,
+    # itself included, is local_window_size - gqa_window_offset (transformers' sliding_window
+    # counts the same keys). None: the kernel ignores the attribute.
+    gqa_window_offset: int | None = None
+    gqa_softcap: bool = True  # whether its GQA kernel applies the softcap attribute
 
     def has(self, fusion: str) -> bool:
         return fusion in self.fusions
@@ -41,16 +47,47 @@ class ExecutionProvider:
         """The float dtype activations use for `dtype` (int4 means int4 weights)."""
         return self.int4_activation if dtype == "int4" else dtype
 
-    def gqa_unsupported_reason(self, head_dim: int, activation: str) -> str | None:
+    def gqa_unsupported_reason(
+        self, head_dim: int, activation: str, *, windowed: bool = False, softcap: bool = False
+    ) -> str | None:
         """Why this model cannot use GroupQueryAttention here (None: it can)."""
+        kernel = f"{self.name}'s GroupQueryAttention"
         if activation not in self.gqa_dtypes:
-            return f"{self.name}'s GroupQueryAttention has no {activation} kernel"
+            return f"{kernel} has no {activation} kernel"
         if head_dim % self.gqa_head_size_multiple:
             return (
                 f"head_size {head_dim} is not a multiple of {self.gqa_head_size_multiple} "
                 f"on {self.name}"
             )
+        if windowed and self.gqa_window_offset is None:
+            return f"{kernel} ignores local_window_size (sliding window)"
+        if softcap and not self.gqa_softcap:
+            return f"{kernel} ignores softcap"
         return None
+
+    def gqa_rotary_unsupported_reason(self, head_dim: int, rotary_dims: list[int]) -> str | None:
+        """Why GroupQueryAttention cannot rotate q and k itself here (None: it can)."""
+        if not self.has(ROTARY_IN_GQA):
+            return f"{self.name}'s GroupQueryAttention does not apply do_rotary"
+        if head_dim % self.gqa_rotary_head_size_multiple:
+            return (
+                f"do_rotary needs head_size % {self.gqa_rotary_head_size_multiple} == 0 on "
+                f"{self.name}, head_size is {head_dim}"
+            )
+        for dim in rotary_dims:
+            if dim // 2 % self.gqa_rotary_multiple:
+                return (
+                    f"rotary dim {dim} / 2 is not a multiple of {self.gqa_rotary_multiple} "
+                    f"on {self.name}"
+                )
+        return None
+
+    def gqa_local_window_size(self, window: int | None) -> int:
+        """GroupQueryAttention's local_window_size for a transformers sliding_window."""
+        if window is None:
+            return -1
+        assert self.gqa_window_offset is not None, "no GQA for windows on this EP"
+        return window + self.gqa_window_offset
 
 
 _FUSED = frozenset(
@@ -67,7 +104,13 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             ("f32", "f16", "int4"),
             _FUSED,
             int4_accuracy_level=4,
-            gqa_head_size_multiple=16,  # measured: onnxruntime 1.32 refuses others at run time
+            # measured on onnxruntime 1.32 (docs/execution-providers.md): head_size % 8 == 0,
+            # and % 16 == 0 with do_rotary; others are refused at run time
+            gqa_head_size_multiple=8,
+            gqa_rotary_head_size_multiple=16,
+            # measured on 1.32: a query sees local_window_size keys, itself included
+            # (gqa_attention_base.h starts the window at causal length - local_window_size)
+            gqa_window_offset=0,
         ),
         ExecutionProvider(
             "cuda",
@@ -77,13 +120,21 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             int4_activation="f16",
             gqa_head_size_multiple=8,
             gqa_dtypes=("f16", "bf16"),  # published kernel table: no f32 GroupQueryAttention
+            # group_query_attention_impl.cu hands flash attention local_window_size - 1 as its
+            # left window, which counts keys besides the query itself
+            gqa_window_offset=0,
         ),
         ExecutionProvider(
             "dml",
             "DmlExecutionProvider",
             ("f32", "f16", "int4"),
-            _FUSED - {GATHER_Q4},  # no GatherBlockQuantized kernel in the published table
+            # no GatherBlockQuantized kernel in the published table; its GroupQueryAttention
+            # (DmlOperatorGroupQueryAttention.cpp) passes q, k, v, past lengths, heads and scale
+            # to DirectML's multi-head attention and reads neither cos/sin (do_rotary),
+            # local_window_size nor softcap
+            _FUSED - {GATHER_Q4, ROTARY_IN_GQA},
             int4_activation="f16",
+            gqa_softcap=False,
         ),
         ExecutionProvider(
             "webgpu",
@@ -91,6 +142,9 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             ("f32", "f16", "int4"),
             _FUSED,
             int4_activation="f16",
+            # attention.cc's InPlaceSoftmax starts the window at causal length -
+            # local_window_size (its flash path is skipped while a window applies)
+            gqa_window_offset=0,
         ),
     )
 }

@@ -33,6 +33,31 @@ _FUSION_NAMES = {
 }
 
 
+# onnxruntime 1.32's cpu GroupQueryAttention by head size, measured (a prefill of 5 against a
+# float64 reference, 4 query / 2 kv heads; do_rotary with cos_cache width head_size / 2);
+# tests/test_cpu_gqa_head_sizes.py runs every cell again. "ok" cells matched to 1e-6 (f32)
+# and 1e-3 (f16); the others are refused at run time with the reason given.
+GQA_MOD8 = "refused: head_size % 8"
+GQA_ROTARY_MOD16 = "refused: do_rotary needs head_size % 16"
+CPU_GQA_HEAD_SIZES = {
+    # head_size: (f32, f32 + do_rotary, f16, f16 + do_rotary)
+    4: (GQA_MOD8,) * 4,
+    12: (GQA_MOD8,) * 4,
+    20: (GQA_MOD8,) * 4,
+    8: ("ok", GQA_ROTARY_MOD16, "ok", GQA_ROTARY_MOD16),
+    24: ("ok", GQA_ROTARY_MOD16, "ok", GQA_ROTARY_MOD16),
+    40: ("ok", GQA_ROTARY_MOD16, "ok", GQA_ROTARY_MOD16),
+    16: ("ok",) * 4,
+    32: ("ok",) * 4,
+    48: ("ok",) * 4,
+    64: ("ok",) * 4,
+    80: ("ok",) * 4,
+    96: ("ok",) * 4,
+    128: ("ok",) * 4,
+    256: ("ok",) * 4,
+}
+
+
 def render_supported_models() -> str:
     lines = [
         "# Supported models",
@@ -83,17 +108,28 @@ def render_execution_providers() -> str:
     ]
     for ep in EXECUTION_PROVIDERS.values():
         fused = ", ".join(_FUSION_NAMES[f] for f in _FUSION_NAMES if ep.has(f)) or "none"
-        constraints = (
-            f"GQA: head_size % {ep.gqa_head_size_multiple} == 0, dtypes "
-            f"{'/'.join(ep.gqa_dtypes)}, rotary_dim / 2 % {ep.gqa_rotary_multiple} == 0"
-            if ep.has(GQA)
-            else "none"
-        )
+        constraints = _gqa_constraints(ep) if ep.has(GQA) else "none"
         lines.append(
             f"| `{ep.name}` | `{ep.ort_provider}` | {', '.join(ep.dtypes)} | "
             f"{ep.int4_activation} | {fused} | {constraints} |"
         )
     lines += [
+        "",
+        "## GroupQueryAttention on the cpu EP",
+        "",
+        "Measured on onnxruntime 1.32 (`tests/test_cpu_gqa_head_sizes.py` repeats every cell): "
+        "a head size onnxruntime refuses keeps the standard `Attention` op; one it takes only "
+        "without `do_rotary` gets GroupQueryAttention with `RotaryEmbedding` before it. "
+        "`do_rotary` also needs the rotary width (`cos_cache` dimension 1 = rotary_dim / 2) to "
+        "be a multiple of 8. `local_window_size` is transformers' `sliding_window` unchanged: "
+        "the kernel counts the query itself among the window's keys.",
+        "",
+        "| head_size | f32 | f32 + do_rotary | f16 | f16 + do_rotary |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {size} | {' | '.join(cells)} |"
+            for size, cells in sorted(CPU_GQA_HEAD_SIZES.items())
+        ),
         "",
         "int4 is block-wise round-to-nearest weight quantization (block 32 by default; "
         "`--int4-block-size 16|64|128`, `--int4-asymmetric` for zero points). Embeddings "
@@ -105,6 +141,33 @@ def render_execution_providers() -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _gqa_constraints(ep) -> str:
+    parts = [
+        f"GQA: head_size % {ep.gqa_head_size_multiple} == 0",
+        f"dtypes {'/'.join(ep.gqa_dtypes)}",
+    ]
+    if ep.has(ROTARY_IN_GQA):
+        rotary = f"rotary_dim / 2 % {ep.gqa_rotary_multiple} == 0"
+        if ep.gqa_rotary_head_size_multiple > 1:
+            rotary += f" and head_size % {ep.gqa_rotary_head_size_multiple} == 0"
+        parts.append(f"rotary inside when {rotary}")
+    else:
+        parts.append("rotary outside (the kernel ignores do_rotary)")
+    if ep.gqa_window_offset is None:
+        parts.append(
+            "sliding windows keep standard attention (the kernel ignores local_window_size)"
+        )
+    else:
+        parts.append(f"local_window_size = sliding_window{_signed(ep.gqa_window_offset)}")
+    if not ep.gqa_softcap:
+        parts.append("softcaps keep standard attention")
+    return "; ".join(parts)
+
+
+def _signed(offset: int) -> str:
+    return f" {'+' if offset > 0 else '-'} {abs(offset)}" if offset else ""
 
 
 GENERATED = {

@@ -77,3 +77,46 @@ def test_tied_lm_head_gets_an_int4_copy(ep, tmp_path):
     prompt = np.arange(3, 10)[None]
     logits = OnnxDecoder(tmp_path / "onnx").run(prompt, np.ones_like(prompt), [])[0]
     assert logits.shape == (1, 7, 128) and np.isfinite(logits).all()
+
+
+@pytest.fixture(scope="module")
+def windowed(tmp_path_factory) -> Path:
+    """Mistral, head size 16, window 4: every EP's GQA kernel takes it, except for the window."""
+    folder = tmp_path_factory.mktemp("mistral-window16")
+    make_checkpoint("mistral-window16", folder)
+    return folder
+
+
+# A window of 4 keys (transformers' sliding_window=4) as each EP's GroupQueryAttention reads
+# local_window_size: cpu measured on onnxruntime 1.32 (tests/parity), cuda and webgpu from
+# their kernel sources; dml's kernel ignores the attribute, so the window stays standard ops.
+WINDOW_ATTRIBUTE = {"cpu": 4, "cuda": 4, "webgpu": 4, "dml": None}
+
+
+@pytest.mark.parametrize("ep", sorted(WINDOW_ATTRIBUTE))
+def test_each_ep_gets_the_local_window_size_its_kernel_reads(windowed, ep):
+    package = build(str(windowed), ep=ep, dtype="f16", progress=False)
+    nodes = [n for n in package.model.graph if n.op_type == "GroupQueryAttention"]
+    expected = WINDOW_ATTRIBUTE[ep]
+    if expected is None:
+        assert nodes == []
+        assert any("ignores local_window_size" in f for f in package.lowering.fallbacks)
+    else:
+        assert [n.attributes.get_int("local_window_size") for n in nodes] == [expected] * 2
+
+
+def test_dml_rotates_outside_its_group_query_attention():
+    """DirectML's GQA kernel reads no cos/sin caches: q and k are rotated before it."""
+    package = build(str(TINY_LLAMA), ep="dml", dtype="f16", progress=False)
+    ops = [n.op_type for n in package.model.graph]
+    nodes = [n for n in package.model.graph if n.op_type == "GroupQueryAttention"]
+    assert len(nodes) == package.config.num_hidden_layers
+    assert all(n.attributes.get_int("do_rotary") == 0 for n in nodes)
+    assert ops.count("RotaryEmbedding") == 2 * package.config.num_hidden_layers
+    assert any("does not apply do_rotary" in f for f in package.lowering.fallbacks)
+
+
+def test_a_softcap_the_kernel_ignores_keeps_standard_attention():
+    dml, cuda = EXECUTION_PROVIDERS["dml"], EXECUTION_PROVIDERS["cuda"]
+    assert "ignores softcap" in dml.gqa_unsupported_reason(16, "f16", softcap=True)
+    assert cuda.gqa_unsupported_reason(16, "f16", softcap=True) is None

@@ -130,10 +130,11 @@ class GroupQueryAttention:
     graph for positions 0..total-1, so every rope scaling stays exact. Like the kernel,
     this assumes unpadded or right-padded rows (what onnxruntime-genai feeds). When the
     kernel cannot rotate (`rotary_inside` False), the opset-23 op rotates q and k first.
+    `ep` says how its kernel reads local_window_size.
     """
 
-    def __init__(self, op, dtype, attention_mask, position_ids, rotary_inside: bool):
-        self.dtype, self.rotary_inside = dtype, rotary_inside
+    def __init__(self, op, dtype, attention_mask, position_ids, rotary_inside: bool, ep):
+        self.dtype, self.rotary_inside, self.ep = dtype, rotary_inside, ep
         self.rotate = Rotary(dtype, position_ids)
         lengths = op.ReduceSum(attention_mask, [1], keepdims=0)
         self.seqlens_k = op.Cast(op.Sub(lengths, 1), to=ir.DataType.INT32)
@@ -168,7 +169,7 @@ class GroupQueryAttention:
             kv_num_heads=spec.kv_heads,
             scale=spec.scale,
             softcap=spec.softcap,
-            local_window_size=-1 if spec.window is None else spec.window - 1,
+            local_window_size=self.ep.gqa_local_window_size(spec.window),
             do_rotary=int(inside),
             rotary_interleaved=0,
             _domain="com.microsoft",

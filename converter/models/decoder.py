@@ -14,12 +14,7 @@ from converter.components import Attention, Embedding, GatedMLP, Linear, make_no
 from converter.components.attention import AttentionSpec, GroupQueryAttention, StandardAttention
 from converter.config import SLIDING, ArchitectureConfig
 from converter.execution_providers import GQA as GQA_FUSION
-from converter.execution_providers import (
-    PACKED_GATE_UP,
-    PACKED_QKV,
-    ROTARY_IN_GQA,
-    ExecutionProvider,
-)
+from converter.execution_providers import PACKED_GATE_UP, PACKED_QKV, ExecutionProvider
 
 # Norm attributes each layout owns, in the order they apply.
 _LAYOUT_NORMS = {
@@ -124,32 +119,34 @@ class AttentionKernelChoice:
     """
 
     def __init__(self, cfg: ArchitectureConfig, ep: ExecutionProvider, dtype: ir.DataType):
-        activation = _DTYPE_NAMES[dtype]
-        self.dtype = dtype
+        self.dtype, self.ep = dtype, ep
         self.windows = sorted(
             {cfg.sliding_window if kind == SLIDING else None for kind in cfg.layer_types},
             key=str,
         )
-        reason = ep.gqa_unsupported_reason(cfg.head_dim, activation) if ep.has(GQA_FUSION) else ""
+        reason = ""
+        if ep.has(GQA_FUSION):
+            reason = ep.gqa_unsupported_reason(
+                cfg.head_dim,
+                _DTYPE_NAMES[dtype],
+                windowed=self.windows != [None],
+                softcap=bool(cfg.attn_logit_softcap),
+            )
         self.gqa = reason is None
         ropes = [r for r in (cfg.rope, cfg.local_rope) if r is not None]
-        self.rotary_inside = ep.has(ROTARY_IN_GQA) and all(
-            r.dim // 2 % ep.gqa_rotary_multiple == 0 for r in ropes
-        )
+        rotary_reason = ep.gqa_rotary_unsupported_reason(cfg.head_dim, [r.dim for r in ropes])
+        self.rotary_inside = rotary_reason is None
         self.fallbacks = []
         if reason:
             self.fallbacks.append(f"standard Attention op instead of GroupQueryAttention: {reason}")
-        elif self.gqa and ropes and not self.rotary_inside:
-            self.fallbacks.append(
-                f"rotary outside GroupQueryAttention: rotary dim {ropes[0].dim} / 2 is not a "
-                f"multiple of {ep.gqa_rotary_multiple} on {ep.name}; using RotaryEmbedding"
-            )
+        elif self.gqa and ropes and rotary_reason:
+            self.fallbacks.append(f"RotaryEmbedding outside GroupQueryAttention: {rotary_reason}")
 
     def make(self, op, input_ids, attention_mask, position_ids):
         """The kernel for one graph, with its shared inputs (masks, lengths, rotary tables)."""
         if self.gqa:
             return GroupQueryAttention(
-                op, self.dtype, attention_mask, position_ids, self.rotary_inside
+                op, self.dtype, attention_mask, position_ids, self.rotary_inside, self.ep
             )
         return StandardAttention(
             op, self.dtype, input_ids, attention_mask, position_ids, self.windows

@@ -85,6 +85,38 @@ CASES = {
         "partial_rotary_factor": 0.5,
         "qk_layernorm": True,
     },
+    # sliding windows at head size 16, which onnxruntime's cpu GroupQueryAttention runs with
+    # rotary inside: the prompt (7) and the decode steps outgrow the window (4)
+    "mistral-window16": {**COMMON, "sliding_window": 4},
+    "qwen2-window16": {
+        **COMMON,
+        "use_sliding_window": True,
+        "sliding_window": 4,
+        "max_window_layers": 0,  # every layer slides
+    },
+    "qwen3-window16": {
+        **COMMON,
+        "use_sliding_window": True,
+        "sliding_window": 4,
+        "max_window_layers": 1,  # layer 0 full, layer 1 sliding
+    },
+    "phi3-window16": {**COMMON, "num_key_value_heads": 4, "sliding_window": 4},
+    "gemma2-window16": {
+        **COMMON,
+        "head_dim": 16,
+        "sliding_window": 4,
+        "attn_logit_softcapping": 5.0,
+        "final_logit_softcapping": 3.0,
+        "query_pre_attn_scalar": 20,
+    },
+    "gemma3_text-window16": {
+        **COMMON,
+        "num_hidden_layers": 3,
+        "head_dim": 16,
+        "sliding_window": 4,
+        "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+        "query_pre_attn_scalar": 16,
+    },
     # rope scalings not covered by a family above
     "llama-linear": {**COMMON, "rope_scaling": {"rope_type": "linear", "factor": 3.0}},
     "llama-dynamic": {

@@ -11,10 +11,11 @@ import transformers
 from tests.parity.families import CASES
 
 
-def make_checkpoint(case: str, folder: Path):
-    """Save a random model for `case` (noised so biases and norms are not trivial)."""
+def make_checkpoint(case: str, folder: Path, **overrides):
+    """Save a random model for `case`, with config keys `overrides` on top (noised so biases
+    and norms are not trivial)."""
     model_type = case.split("-")[0]
-    config = transformers.AutoConfig.for_model(model_type, **CASES[case])
+    config = transformers.AutoConfig.for_model(model_type, **{**CASES[case], **overrides})
     config._attn_implementation = "eager"
     torch.manual_seed(sum(map(ord, case)))
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")

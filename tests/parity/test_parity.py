@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from converter import build
+from converter.config import SLIDING
 from converter.runtime import OnnxDecoder
 from tests.parity.families import CASES
 from tests.parity.reference import generate_steps, make_checkpoint
@@ -30,11 +31,12 @@ PADDED_STEPS = [np.concatenate([s, s[:, ::-1] + 1]) for s in STEPS[:2]]
 def converted(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp(request.param)
     reference = make_checkpoint(request.param, folder / "hf")
-    decoders = {}
+    decoders, packages = {}, {}
     for ep in ("default", "cpu"):
-        build(str(folder / "hf"), ep=ep, progress=False).save(folder / ep, progress=False)
+        packages[ep] = build(str(folder / "hf"), ep=ep, progress=False)
+        packages[ep].save(folder / ep, progress=False)
         decoders[ep] = OnnxDecoder(folder / ep)
-    return reference, decoders
+    return reference, decoders, packages, request.param
 
 
 @pytest.fixture
@@ -68,3 +70,17 @@ def test_batch_left_padding(reference, converted):
     decode_diffs = [_max_diff(e, a) for e, a in zip(expected[1:], actual[1:], strict=True)]
     print("padded prefill / decode max abs diff:", prefill_diff, decode_diffs)
     assert max(prefill_diff, *decode_diffs) <= TOLERANCE
+
+
+def test_cpu_graph_runs_group_query_attention(converted):
+    """The cpu graph holds GroupQueryAttention in every layer (all cases have head sizes that
+    onnxruntime's cpu kernel takes), each with its layer's window as that kernel reads it."""
+    package, case = converted[2]["cpu"], converted[3]
+    cfg = package.config
+    nodes = [n for n in package.model.graph if n.op_type == "GroupQueryAttention"]
+    assert len(nodes) == cfg.num_hidden_layers
+    windows = [n.attributes.get_int("local_window_size") for n in nodes]
+    assert windows == [cfg.sliding_window if t == SLIDING else -1 for t in cfg.layer_types]
+    if "window16" in case:  # the fused path whole: window and rotary inside the kernel
+        assert SLIDING in cfg.layer_types
+        assert all(n.attributes.get_int("do_rotary") == 1 for n in nodes)
