@@ -32,7 +32,8 @@ import uvicorn  # noqa: E402
 
 from bot.app import Settings, create_app  # noqa: E402
 from bot.replies import HubReplies  # noqa: E402
-from pipeline.jobs import Checkpoint, ConversionRequest, JobQueue, Limits, Reporter  # noqa: E402
+from pipeline.admission import Checkpoint, ReadAs  # noqa: E402
+from pipeline.jobs import ConversionRequest, JobQueue, Limits, Reporter  # noqa: E402
 
 SECRET = "bench-secret"
 BOT_ID, HANDLE = "b0t0000000000000000000b0", "mobius-bot"
@@ -101,7 +102,7 @@ def fake_runner(request: ConversionRequest, reporter: Reporter) -> dict[str, Any
     return {"url": f"https://hub.test/{request.source}/discussions/2", "reports": {}}
 
 
-def fake_probe(request: ConversionRequest) -> Checkpoint:
+def fake_probe(request: ConversionRequest, read_as: ReadAs) -> Checkpoint:
     return Checkpoint(0, "0" * 40)
 
 

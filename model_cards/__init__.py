@@ -20,6 +20,7 @@ from model_cards.card import (
     pr_title,
     render,
     variant_folder,
+    variant_order,
 )
 
 __all__ = [
@@ -34,4 +35,5 @@ __all__ = [
     "pr_title",
     "render",
     "variant_folder",
+    "variant_order",
 ]

@@ -19,7 +19,7 @@ import jinja2
 
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
 
-Mode = Literal["pr", "repo"]
+Mode = Literal["pr", "repo", "local"]  # published as a PR, as a repo, or kept on disk
 
 HUB_URL = "https://huggingface.co"
 EP_ORDER = ("cpu", "cuda", "dml", "webgpu", "default")
@@ -45,11 +45,14 @@ MAX_NOTES = 10  # structural-check lines shown per variant
 
 @dataclass(frozen=True)
 class SourceInfo:
-    """The source repo at the converted revision. Explicit license fields win over card_data."""
+    """The source repo at the converted revision, or a local folder (`repo_id` None, `revision`
+    "" and `folder` its name). Explicit license fields win over card_data."""
 
-    repo_id: str
+    repo_id: str | None
     revision: str  # the commit sha that was converted
     model_type: str
+    ref: str | None = None  # the revision as asked, when it was not the default branch
+    folder: str | None = None  # a local source's folder name (no path: it is the host's)
     license: str | None = None
     license_name: str | None = None
     license_link: str | None = None
@@ -57,16 +60,32 @@ class SourceInfo:
     card_data: dict[str, Any] = field(default_factory=dict)  # the source's cardData
 
     @classmethod
-    def from_model_info(cls, info: Any, *, model_type: str) -> SourceInfo:
-        """From `huggingface_hub.HfApi().model_info(repo, revision=...)` (read by attribute)."""
+    def from_model_info(cls, info: Any, *, model_type: str, ref: str | None = None) -> SourceInfo:
+        """From `huggingface_hub.HfApi().model_info(repo, revision=...)` (read by attribute);
+        `ref`: the revision that was asked for (a branch, tag or `refs/pr/N`), if any."""
         data = info.card_data.to_dict() if info.card_data is not None else {}
         return cls(
             repo_id=info.id,
             revision=info.sha,
             model_type=model_type,
+            ref=None if ref in (None, "main", info.sha) else ref,
             pipeline_tag=info.pipeline_tag,
             card_data=data,
         )
+
+    @classmethod
+    def local(cls, folder: str | Path, *, model_type: str) -> SourceInfo:
+        """A local checkpoint folder; the card names the folder, never the host's path."""
+        return cls(repo_id=None, revision="", model_type=model_type, folder=Path(folder).name)
+
+    @property
+    def name(self) -> str:
+        return self.repo_id or self.folder or "model"
+
+    @property
+    def unreviewed(self) -> bool:
+        """Converted from a pull request of the source, not from a branch or tag."""
+        return bool(self.ref and self.ref.startswith("refs/pr/"))
 
     def _field(self, name: str) -> Any:
         value = getattr(self, name)
@@ -99,11 +118,19 @@ def variant_folder(ep: str, dtype: str) -> str:
     return f"onnx/{ep}-{dtype}"
 
 
+def variant_order(variant: str) -> tuple[tuple[int, str], tuple[int, str]]:
+    """Sort key for variant names, `<ep>-<dtype>` or `onnx/<ep>-<dtype>`: by EP, then dtype,
+    the order of every list of variants (cards, replies, tables)."""
+    ep, _, dtype = variant.removeprefix("onnx/").partition("-")
+    return _rank(ep, EP_ORDER), _rank(dtype, DTYPES)
+
+
 def card_path(mode: Mode) -> str:
-    """Where the card goes: `onnx/README.md` in a PR (the source README stays), else README.md."""
-    if mode not in ("pr", "repo"):
-        raise ValueError(f"mode must be 'pr' or 'repo', not {mode!r}")
-    return "onnx/README.md" if mode == "pr" else "README.md"
+    """Where the card goes: `README.md` of an export repo, else `onnx/README.md` (in a PR the
+    source README stays; on disk the card sits beside the variant folders)."""
+    if mode not in ("pr", "repo", "local"):
+        raise ValueError(f"mode must be 'pr', 'repo' or 'local', not {mode!r}")
+    return "README.md" if mode == "repo" else "onnx/README.md"
 
 
 def render(
@@ -113,15 +140,19 @@ def render(
     mode: Mode,
     command: str,
     repo_id: str | None = None,
+    note: str = "",
 ) -> str:
     """The model card for `card_path(mode)`.
 
     `repo_id` is the repo the card is published in: the source repo in "pr" mode (the
-    default there), the new repo in "repo" mode (required there).
+    default there), the export repo in "repo" mode (required there); "local" cards describe
+    packages on disk. `note` is a line for the reader (e.g. why the repo has the name it has).
     """
     card_path(mode)
+    if mode == "pr" and source.repo_id is None:
+        raise ValueError("a local source has no repo to open a pull request on")
     target = repo_id or (source.repo_id if mode == "pr" else None)
-    if target is None:
+    if target is None and mode == "repo":
         raise ValueError("render(mode='repo') needs repo_id, the repo the card is published in")
     context = _context(source, variants)
     primary = _primary(context["variants"])
@@ -129,7 +160,8 @@ def render(
         **context,
         front_matter=front_matter(source, variants),
         mode=mode,
-        repo_id=_checked(target, _REPO_ID, "repo id"),
+        note=_cell(note),
+        repo_id=_checked(target, _REPO_ID, "repo id") if target else None,
         link_prefix="onnx/" if mode == "repo" else "",
         primary=primary,
         genai_provider=GENAI_PROVIDERS.get(primary["ep"]),
@@ -140,9 +172,10 @@ def render(
 
 
 def pr_title(source: SourceInfo, variants: list[VariantInfo]) -> str:
-    """One line: which variants this PR adds."""
+    """One line: which variants this PR adds (and from which ref, when not the default)."""
     names = ", ".join(v["name"] for v in _context(source, variants)["variants"])
-    return f"Add ONNX variants ({names}) converted by mobius"
+    at = f" from {_cell(source.ref)}" if source.ref else ""
+    return f"Add ONNX variants ({names}) converted by mobius{at}"
 
 
 def pr_description(source: SourceInfo, variants: list[VariantInfo], *, mode: Mode = "pr") -> str:
@@ -154,12 +187,12 @@ def pr_description(source: SourceInfo, variants: list[VariantInfo], *, mode: Mod
 
 def front_matter(source: SourceInfo, variants: list[VariantInfo]) -> dict[str, str | list[str]]:
     """The card's Hub metadata; every value is a plain YAML scalar (checked)."""
-    data: dict[str, str | list[str]] = {
-        "base_model": _checked(source.repo_id, _REPO_ID, "repo id"),
-        **_license(source),
-        "pipeline_tag": _pipeline_tag(source, variants),
-        "tags": _tags(variants),
-    }
+    data: dict[str, str | list[str]] = {}
+    if source.repo_id is not None:  # a local folder has no base model or terms on the Hub
+        data["base_model"] = _checked(source.repo_id, _REPO_ID, "repo id")
+        data |= _license(source)
+    data["pipeline_tag"] = _pipeline_tag(source, variants)
+    data["tags"] = _tags(variants)
     for value in data.values():
         for item in value if isinstance(value, list) else [value]:
             if not _yaml_plain(item):
@@ -170,15 +203,19 @@ def front_matter(source: SourceInfo, variants: list[VariantInfo]) -> dict[str, s
 def _context(source: SourceInfo, variants: list[VariantInfo]) -> dict[str, Any]:
     if not variants:
         raise ValueError("a card needs at least one variant")
-    ordered = sorted(variants, key=lambda v: (_rank(v.ep, EP_ORDER), _rank(v.dtype, DTYPES)))
+    ordered = sorted(variants, key=lambda v: variant_order(f"{v.ep}-{v.dtype}"))
     rows = [_row(v) for v in ordered]
     manifests = [v.manifest for v in ordered]
+    hub = source.repo_id is not None
     return {
         "source": source,
-        "source_url": f"{HUB_URL}/{_checked(source.repo_id, _REPO_ID, 'repo id')}",
+        "name": _cell(source.name),
+        "source_url": f"{HUB_URL}/{_checked(source.repo_id, _REPO_ID, 'repo id')}" if hub else "",
         "revision": _cell(source.revision),
+        "ref": _cell(source.ref or ""),
+        "unreviewed": source.unreviewed,
         "revision_url": f"{HUB_URL}/{source.repo_id}/tree/{_url_part(source.revision)}",
-        "license_text": _license_text(source),
+        "license_text": _license_text(source) if hub else "see the source folder",
         "model_type": source.model_type,
         "variants": rows,
         "references": sorted({r["reference"] for r in rows if r["reference"]}),

@@ -8,7 +8,6 @@ import json
 import os
 import shlex
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,13 +17,21 @@ from huggingface_hub import HfApi
 import model_cards
 from converter.build import build
 from converter.errors import MobiusError
-from converter.execution_providers import execution_provider
 from converter.source import Source, resolve_source
 from converter.validate import validate
 from pipeline.jobs import ConversionRequest, Reporter
-from pipeline.publish import PublishTarget, already_published, onnx_repo_id, publish
+from pipeline.publish import (
+    Destination,
+    PublishTarget,
+    already_published,
+    destination,
+    publish,
+)
 
 TOKEN_ENV = "HF_TOKEN"
+# A variant is published when it passed, or when its EP is not on this host and it passed the
+# structural check (the card says so); "failed" or "unverified" never.
+PUBLISHABLE = ("passed", "not executed")
 
 
 @dataclass
@@ -66,8 +73,6 @@ def convert(
     if request.publish != "none" and token is None:
         raise MobiusError(f"publishing ({request.publish}) needs a Hub token")
     variants = [(ep, dtype) for ep in request.eps for dtype in request.dtypes]
-    for ep, dtype in variants:
-        execution_provider(ep, dtype)  # refuse unsupported pairs before any download
     reporter.stage("resolve")
     source = resolve_source(
         request.source, revision=request.revision, token=token, progress=progress
@@ -75,30 +80,35 @@ def convert(
     target = PublishTarget(request.publish, request.namespace, request.private, force)
     folders = [model_cards.variant_folder(ep, dtype) for ep, dtype in variants]
     result = ConvertResult(output=output)
+    where = Destination(target, "")
     if target.mode != "none":
         if source.repo_id is None or source.revision is None:
             raise MobiusError(f"publishing ({request.publish}) needs a Hub repo id, not a folder")
-        done = already_published(source.repo_id, source.revision, folders, target, token)
+        where = destination(source.repo_id, target, token)
+        if where.note:
+            reporter.log(where.note)
+        done = already_published(source.repo_id, source.revision, folders, where, token)
         if done is not None:
-            return _published(result, done, reporter)
+            return _published(result, done, where, reporter)
     packages = _build_and_validate(source, variants, folders, result, reporter, token, reference)
     reporter.stage("card")
-    layout = "repo" if request.publish == "repo" else "pr"
-    card, title, description = _card(request, source, packages, result, layout, token)
-    result.card_path = output / model_cards.card_path(layout)
+    mode = "local" if where.mode == "none" else where.mode
+    card, title, description = _card(request, source, packages, result, mode, where, token)
+    result.card_path = output / model_cards.card_path(mode)
     result.card_path.write_text(card)
-    reporter.log(f"wrote the card to {result.card_path}")
-    result.failed = [f for f, report in result.reports.items() if report["status"] == "failed"]
+    reporter.log(f"wrote the card ({model_cards.card_path(mode)})")
+    result.failed = [f for f, r in result.reports.items() if r["status"] not in PUBLISHABLE]
     if result.failed:
-        result.message = f"not publishing: validation failed for {', '.join(result.failed)}"
+        what = ", ".join(f"{f} ({result.reports[f]['status']})" for f in result.failed)
+        result.message = f"not publishing: validation did not pass for {what}"
         reporter.log(f"mobius: {result.message}")
         return result
     if target.mode != "none":
         reporter.stage("publish")
         published = publish(
-            source.repo_id, source.revision, packages, card, title, description, target, token
+            source.repo_id, source.revision, packages, card, title, description, where, token
         )
-        return _published(result, published, reporter)
+        return _published(result, published, where, reporter)
     return result
 
 
@@ -122,12 +132,9 @@ def _build_and_validate(source, variants, folders, result, reporter, token, refe
     return packages
 
 
-def _published(result: ConvertResult, published, reporter: Reporter) -> ConvertResult:
-    result.url, result.outcome, result.message = (
-        published.url,
-        published.outcome,
-        published.describe(),
-    )
+def _published(result: ConvertResult, published, where: Destination, reporter) -> ConvertResult:
+    result.url, result.outcome = published.url, published.outcome
+    result.message = published.describe() + (f" ({where.note})" if where.note else "")
     reporter.log(result.message)
     return result
 
@@ -141,50 +148,47 @@ def reproduce_command(request: ConversionRequest, source: Source) -> str:
     return shlex.join([*words, "--output", "OUT"])
 
 
-def _card(request, source, packages, result, layout, token) -> tuple[str, str, str]:
-    """(card, PR title, PR description) from model_cards; a local folder (no Hub source to
-    describe, never published) gets a minimal card."""
+def _card(request, source, packages, result, mode, where: Destination, token):
+    """(card, PR title, PR description) from model_cards; `mode` is pr, repo or local."""
     command = reproduce_command(request, source)
-    if source.repo_id is not None:
-        manifest = json.loads((next(iter(packages.values())) / "mobius.json").read_text())
-        info = HfApi(token=token).model_info(source.repo_id, revision=source.revision)
-        source_info = model_cards.SourceInfo.from_model_info(
-            info, model_type=manifest["model_type"]
+    manifest = json.loads((next(iter(packages.values())) / "mobius.json").read_text())
+    variants = [
+        model_cards.VariantInfo.from_package(path, result.reports[folder])
+        for folder, path in packages.items()
+    ]
+    if source.repo_id is None:
+        info = model_cards.SourceInfo.local(source.path, model_type=manifest["model_type"])
+    else:
+        hub = HfApi(token=token).model_info(source.repo_id, revision=source.revision)
+        info = model_cards.SourceInfo.from_model_info(
+            hub, model_type=manifest["model_type"], ref=request.revision
         )
-        variants = [
-            model_cards.VariantInfo.from_package(path, result.reports[folder])
-            for folder, path in packages.items()
-        ]
-        repo_id = None
-        if layout == "repo":
-            namespace = request.namespace or HfApi(token=token).whoami()["name"]
-            repo_id = onnx_repo_id(source.repo_id, namespace)
-        card = model_cards.render(
-            source_info, variants, mode=layout, command=command, repo_id=repo_id
-        )
-        title = model_cards.pr_title(source_info, variants)
-        return card, title, model_cards.pr_description(source_info, variants, mode=layout)
-    names = ", ".join(folder.removeprefix("onnx/") for folder in packages)
-    lines = [f"- `{folder}`: {report['status']}" for folder, report in result.reports.items()]
-    card = (
-        f"---\ntags:\n- onnx\n- mobius\n---\n\n# ONNX variants ({names})\n\n"
-        f"Converted by mobius: `{command}`\n\n" + "\n".join(lines) + "\n"
+    repo_id = where.repo_id if mode == "repo" else None
+    card = model_cards.render(
+        info, variants, mode=mode, command=command, repo_id=repo_id, note=where.note
     )
-    return card, f"Add ONNX variants ({names}) converted by mobius", "\n".join(lines)
+    title = model_cards.pr_title(info, variants)
+    return card, title, model_cards.pr_description(info, variants, mode=mode)
 
 
 def run(request: ConversionRequest, reporter: Reporter) -> dict[str, Any]:
-    """The queue workers' runner: converts in a scratch folder with the service's token
-    (`HF_TOKEN`) and returns the JSON-ready result."""
+    """The queue workers' runner: converts in the attempt's `reporter.workdir` with the
+    service's token (`HF_TOKEN`). Returns the JSON-ready result without worker paths; a request
+    that publishes nothing (download only) keeps `archive`, a zip of the packages and card in
+    `reporter.results`."""
     if request.origin != "cli" and not _is_repo_id(request.source):
         raise MobiusError("only Hub repo ids can be converted by the service")
-    with tempfile.TemporaryDirectory(prefix="mobius-job-") as scratch:
-        result = convert(
-            request, reporter, output=Path(scratch), token=os.environ.get(TOKEN_ENV) or None
-        )
-        if result.failed:
-            raise MobiusError(result.message)
-        return result.as_dict()
+    output = Path(reporter.workdir)  # type: ignore[attr-defined]
+    result = convert(request, reporter, output=output, token=os.environ.get(TOKEN_ENV) or None)
+    if result.failed:
+        raise MobiusError(result.message)
+    answer = {k: v for k, v in result.as_dict().items() if k not in ("output", "card")}
+    if request.publish == "none":
+        results = Path(reporter.results)  # type: ignore[attr-defined]
+        results.mkdir(parents=True, exist_ok=True)
+        name = f"{request.source.replace('/', '--')}-onnx"
+        answer["archive"] = shutil.make_archive(str(results / name), "zip", output, "onnx")
+    return answer
 
 
 def _is_repo_id(source: str) -> bool:

@@ -1,10 +1,11 @@
 """The conversion job queue: both front doors submit a `ConversionRequest`, workers run it.
 
-    queue = JobQueue()                       # SQLite under ~/.cache/mobius/jobs, or Redis when
-    job_id = queue.submit(request)           # MOBIUS_REDIS_URL is set; refused -> JobRefused
-    with queue.worker():                     # in-process worker threads (huey's Consumer)
+    queue = JobQueue()                  # SQLite under ~/.cache/mobius/jobs, or Redis when
+                                        # MOBIUS_REDIS_URL is set
+    job_id = queue.submit(request, read_as=user_token)   # refused -> JobRefused
+    with queue.worker():                # in-process worker threads (huey's Consumer)
         ...
-    queue.get(job_id).state                  # queued | running | succeeded | failed
+    queue.get(job_id).state             # queued | running | succeeded | failed
 
 huey carries only wake-up messages ("run job <id>"); the truth is the job record in
 `pipeline.store`. A worker claims a job atomically (queued -> running), so a duplicate message is
@@ -19,9 +20,11 @@ import importlib
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -31,26 +34,18 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-import httpx2
 import redis
 from huey import RedisHuey, SqliteHuey
 from huey.api import Huey
 from huey.consumer import Consumer
 from huey.registry import Message
 from huey.serializer import Serializer
-from huggingface_hub import HfApi
-from huggingface_hub.errors import (
-    GatedRepoError,
-    HfHubHTTPError,
-    HFValidationError,
-    OfflineModeIsEnabled,
-    RepositoryNotFoundError,
-    RevisionNotFoundError,
-)
+from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
 
 from converter.errors import MobiusError
 from model_cards import human_size
+from pipeline.admission import Checkpoint, JobRefused, ReadAs, probe_checkpoint
 from pipeline.request import ConversionRequest
 from pipeline.store import ACTIVE, Record, RedisStore, SqliteStore, Store, Tx
 
@@ -58,13 +53,11 @@ State = Literal["queued", "running", "succeeded", "failed"]
 STAGES = ("resolve", "build", "validate", "card", "publish")
 DEFAULT_RUNNER = "pipeline.convert:run"
 DEFAULT_LEASE_S = 120.0
+SCRATCH_PREFIX = "mobius-job-"
+KEEP_RESULTS_S = 7 * 86400.0
 MAX_LOG_LINES = 5000
 MAX_ERROR_CHARS = 2000
 log = logging.getLogger("mobius.jobs")
-
-
-class JobRefused(MobiusError):
-    """A request was refused at submission (over a limit, unknown model...); nothing was queued."""
 
 
 class JobNotFound(MobiusError):
@@ -82,6 +75,7 @@ class Job:
     state: State = "queued"
     stage: str | None = None
     revision: str | None = None  # commit sha resolved at submission; None for local folders
+    private: bool = False  # the source is private or gated: shown to its requester only
     result: dict[str, Any] | None = None
     error: str | None = None  # one paragraph for people, never a traceback
     attempts: int = 0
@@ -124,42 +118,11 @@ class Limits:
     max_attempts: int = 3
 
 
-@dataclass(frozen=True)
-class Checkpoint:
-    """What submission learns about a source: weights size and the commit sha it resolves to."""
-
-    size: int
-    revision: str | None  # None for local folders
-
-
-def probe_checkpoint(request: ConversionRequest) -> Checkpoint:
-    """Size of the top-level `*.safetensors` files and the commit sha, from the Hub's metadata
-    (nothing is downloaded; `HF_TOKEN` is honored) or from a local folder (origin "cli")."""
-    folder = Path(request.source).expanduser()
-    if request.origin == "cli" and folder.is_dir():
-        return Checkpoint(sum(f.stat().st_size for f in folder.glob("*.safetensors")), None)
-    source, revision = request.source, request.revision
-    try:
-        info = HfApi().model_info(source, revision=revision, files_metadata=True)
-    except RevisionNotFoundError as err:
-        raise JobRefused(f"revision '{revision}' not found in model repo '{source}'") from err
-    except GatedRepoError as err:  # before RepositoryNotFoundError, its base class
-        raise JobRefused(f"'{source}' is gated: accept its terms on the Hub first") from err
-    except RepositoryNotFoundError as err:
-        raise JobRefused(f"model repo '{source}' not found (check the id)") from err
-    except (HfHubHTTPError, httpx2.TransportError, OfflineModeIsEnabled) as err:
-        raise JobRefused(f"cannot check '{source}' on the Hub right now; try again") from err
-    siblings = info.siblings or []
-    size = sum(s.size or 0 for s in siblings if _is_top_level_weights(s.rfilename))
-    return Checkpoint(size, info.sha)
-
-
-def _is_top_level_weights(name: str) -> bool:
-    return "/" not in name and name.endswith(".safetensors")
-
-
 class Reporter(Protocol):
-    """What a runner reports while it works; recorded in the job."""
+    """What a runner reports while it works; recorded in the job. A queue worker's reporter
+    also has `workdir` (an empty folder for this attempt, removed after it and by the next
+    attempt) and `results` (a folder that outlives the job, for files its requester downloads).
+    """
 
     def stage(self, name: str) -> None: ...
     def progress(self, variant: str | None, percent: float, message: str = "") -> None: ...
@@ -209,6 +172,9 @@ class JobQueue:
     `~/.cache/mobius/jobs`), for workers on this machine. `runner`: the callable (or
     `module:function`) workers run; only workers need it. `probe`: measures a source at
     submission. `lease_s`: a running job whose heartbeat is older is taken to have lost its worker.
+    `scratch_dir`: where attempts work (`mobius-job-<id>` folders; default the temp dir);
+    `results_dir`: files kept for requesters (default `<data_dir>/results`, or
+    `$MOBIUS_RESULTS_DIR`, or `~/.cache/mobius/results` with Redis).
     """
 
     def __init__(
@@ -217,10 +183,13 @@ class JobQueue:
         redis_url: str | None = None,
         runner: str | Runner = DEFAULT_RUNNER,
         limits: Limits | None = None,
-        probe: Callable[[ConversionRequest], Checkpoint] = probe_checkpoint,
+        probe: Callable[[ConversionRequest, ReadAs], Checkpoint] = probe_checkpoint,
         lease_s: float = DEFAULT_LEASE_S,
+        scratch_dir: Path | str | None = None,
+        results_dir: Path | str | None = None,
     ) -> None:
         self.limits, self.probe, self.lease_s = limits or Limits(), probe, lease_s
+        self.scratch_dir = Path(scratch_dir or tempfile.gettempdir())
         self._runner_spec = runner
         self.redis_url = redis_url or os.environ.get("MOBIUS_REDIS_URL") or None
         self.huey: Huey
@@ -243,18 +212,26 @@ class JobQueue:
                 serializer=_JsonSerializer(),
             )
             self.store = SqliteStore(self.data_dir / "jobs.db")
+        results = results_dir or os.environ.get("MOBIUS_RESULTS_DIR")
+        if not results:
+            results = self.data_dir / "results" if self.data_dir else "~/.cache/mobius/results"
+        self.results_dir = Path(results).expanduser()
         self._enqueue = self.huey.task(name="run_job")(self._execute)
         self._worker_id: str | None = None
         self._runner: Runner | None = None
         self._running: set[str] = set()
 
     # -- submitting and reading ------------------------------------------------------------------
-    def submit(self, request: ConversionRequest) -> str:
-        """Queue `request`; returns its job id. The same request (see `ConversionRequest.key`)
-        while queued or running, or already succeeded at the same commit, returns that job's id.
-        Raises `JobRefused` (nothing queued) for a bad source or one over a limit."""
+    def submit(self, request: ConversionRequest, *, read_as: ReadAs = False) -> str:
+        """Queue `request`; returns its job id. `read_as` is whose access to the source is
+        checked (`pipeline.admission.ReadAs`; the default, anonymous, admits public repos only).
+        The same request (see `ConversionRequest.key`) while queued or running, or already
+        succeeded at the same commit, returns that job's id. Raises `JobRefused` (nothing
+        queued) for a source the requester may not read, an unreviewed revision, or a limit."""
         _check_source(request)
-        checkpoint = self.probe(request)
+        checkpoint = self.probe(request, read_as)
+        if checkpoint.private and request.publish == "repo":
+            request = replace(request, private=True)  # a private source's export stays private
         cap = self.limits.max_checkpoint_bytes
         if cap is not None and checkpoint.size > cap:
             raise JobRefused(
@@ -269,7 +246,13 @@ class JobQueue:
             if old and (old.state in ACTIVE or (old.state == "succeeded" and old.revision)):
                 return old.id
             self._check_rate(tx, request.requester, now)
-            job = Job(uuid.uuid4().hex[:16], request, key, revision=checkpoint.revision)
+            job = Job(
+                uuid.uuid4().hex[:16],
+                request,
+                key,
+                revision=checkpoint.revision,
+                private=checkpoint.private,
+            )
             job.created_at = job.queued_at = now
             _save(tx, job, f"queued: {request.origin} request by {request.requester or '(cli)'}")
             self._enqueue(job.id)  # inside the transaction: if it fails, no job is recorded
@@ -328,6 +311,7 @@ class JobQueue:
         )
         try:
             self.recover()
+            self.sweep()
             maintenance.start()
             consumer.start()
             try:
@@ -399,6 +383,30 @@ class JobQueue:
                 requeued.append(job.id)
         return requeued
 
+    def sweep(self) -> list[Path]:
+        """Remove what dead attempts left behind: `mobius-job-<id>` scratch folders of jobs that
+        no live worker runs, and result files older than a week. Workers call this on start.
+        Returns the folders removed."""
+        removed = []
+        now = time.time()
+        for folder in self.scratch_dir.glob(f"{SCRATCH_PREFIX}*"):
+            job_id = folder.name.removeprefix(SCRATCH_PREFIX)
+            with self.store.tx() as tx:
+                job = _load(tx, job_id)
+            alive = (
+                job is not None
+                and job.state == "running"
+                and now - (job.heartbeat_at or 0.0) <= self.lease_s
+            )
+            if not alive and folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+        for folder in self.results_dir.glob("*") if self.results_dir.is_dir() else []:
+            if now - folder.stat().st_mtime > KEEP_RESULTS_S:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+        return removed
+
     def _maintain(self, stop: threading.Event) -> None:
         while not stop.wait(self.lease_s / 4):
             try:
@@ -431,8 +439,11 @@ class JobQueue:
         request = replace(job.request, revision=job.revision or job.request.revision)
         assert self._runner is not None
         self._running.add(job_id)
+        reporter = _JobReporter(self, job_id)
+        shutil.rmtree(reporter.workdir, ignore_errors=True)  # an earlier attempt's leftovers
         try:
-            result = self._runner(request, _JobReporter(self, job_id))
+            reporter.workdir.mkdir(parents=True)
+            result = self._runner(request, reporter)
             if not isinstance(result, dict):
                 raise TypeError(f"the runner returned {type(result).__name__}, not a dict")
             result = json.loads(json.dumps(result))
@@ -442,6 +453,7 @@ class JobQueue:
                 log.exception("job %s failed", job_id)
             outcome = ("failed", None, _paragraph(err))
         finally:
+            shutil.rmtree(reporter.workdir, ignore_errors=True)
             self._running.discard(job_id)
         with self.store.tx() as tx:
             job = self._owns(tx, job_id)
@@ -465,6 +477,8 @@ class _JobReporter:
 
     def __init__(self, queue: JobQueue, job_id: str) -> None:
         self.queue, self.job_id = queue, job_id
+        self.workdir = queue.scratch_dir / f"{SCRATCH_PREFIX}{job_id}"
+        self.results = queue.results_dir / job_id
         self.current: str | None = None
         self.lines = 0
 

@@ -1,9 +1,17 @@
-"""Deliver converted packages to the Hub: a pull request on the source repo, or a new repo.
+"""Deliver converted packages to the Hub: a pull request on the source repo, or a repo of its own.
 
 Layout: each variant under `onnx/<ep>-<dtype>/`; the card at `onnx/README.md` in a PR (the
 source README stays as it is) or at `README.md` in a `{namespace}/{name}-ONNX` repo. Everything
 goes in one commit, which the Hub applies atomically: a failure leaves no PR and no half-filled
 repo behind (a repo this call created is deleted again), and raises `PublishError`.
+
+Where a repo-mode export goes (`destination`): `{namespace}/{name}-ONNX`, unless that repo
+exists and is not an export of this very source (its variant manifests name another source, or
+it is no mobius export at all); then `{namespace}/{source namespace}-{name}-ONNX`, then the same
+with a short hash of the source id. The choice is deterministic and explained in
+`Destination.note`, which the card and the replies show. An export never overwrites the export of
+a different source: ownership is checked again just before the commit. The export of a private
+or gated source is created private, whatever was asked.
 
 Dedupe: a PR by the same bot user whose hidden marker names the same source revision and covers
 the requested variants answers the request: an open one is returned instead of a new one, a
@@ -16,6 +24,7 @@ Tokens: calls authenticate with the given token only; no message this module wri
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -38,6 +47,7 @@ from pipeline.request import PUBLISH as MODES
 from pipeline.request import Publish as Mode
 
 FOLDER = re.compile(r"onnx/[A-Za-z0-9][A-Za-z0-9._-]*")
+MANIFEST = re.compile(r"onnx/[^/]+/mobius\.json")
 MARKER = re.compile(r"<!-- mobius: (\{.*?\}) -->")
 TOKEN_LIKE = re.compile(r"hf_[A-Za-z0-9]{8,}")
 
@@ -137,26 +147,114 @@ def find_existing_pr(
     return handled
 
 
+@dataclass(frozen=True)
+class Destination:
+    """Where a request's export goes, resolved once before converting (see the module doc).
+
+    `repo_id`: the source repo (PR mode) or the export repo (repo mode); `private`: create the
+    export repo private; `note`: why the repo name is not the first choice ("" when it is)."""
+
+    target: PublishTarget
+    repo_id: str
+    private: bool = False
+    note: str = ""
+
+    @property
+    def mode(self) -> Mode:
+        return self.target.mode
+
+
+def destination(source_repo_id: str, target: PublishTarget, token: str | None) -> Destination:
+    """Resolve `target` for `source_repo_id`: the PR's repo, or the export repo's name and
+    visibility (private when asked, or when the source is private or gated)."""
+    if target.mode == "none":
+        return Destination(target, "")
+    if target.mode == "pr":
+        return Destination(target, source_repo_id)
+    api = _api(token)
+    with _reported("repo", f"{api.endpoint}/{source_repo_id}", token):
+        namespace = target.namespace or api.whoami()["name"]
+        info = api.model_info(source_repo_id)
+        private = target.private or bool(info.private or info.gated)
+        repo_id, note = _free_repo(api, source_repo_id, namespace)
+    return Destination(target, repo_id, private, note)
+
+
+def _free_repo(api: HfApi, source_repo_id: str, namespace: str) -> tuple[str, str]:
+    """The first candidate name that is missing, empty, or holds this source's export."""
+    taken = []
+    for repo_id in _candidates(source_repo_id, namespace):
+        owner = _export_source(api, repo_id)
+        if owner in (None, source_repo_id):
+            if not taken:
+                return repo_id, ""
+            return repo_id, (
+                f"`{taken[0][0]}` already holds {taken[0][1]}, so this export is published as "
+                f"`{repo_id}`"
+            )
+        taken.append((repo_id, _owned_by(owner)))
+    names = ", ".join(name for name, _ in taken)
+    raise PublishError(f"no free repo name for the export of {source_repo_id}: {names} are taken")
+
+
+def _candidates(source_repo_id: str, namespace: str) -> list[str]:
+    owner, _, name = source_repo_id.rpartition("/")
+    digest = hashlib.sha256(source_repo_id.encode()).hexdigest()[:8]
+    names = [f"{name}-ONNX", f"{owner}-{name}-ONNX" if owner else "", f"{name}-ONNX-{digest}"]
+    return [f"{namespace}/{_fit(n, digest)}" for n in dict.fromkeys(n for n in names if n)]
+
+
+def _fit(name: str, digest: str, limit: int = 96) -> str:
+    """The Hub caps repo names at 96 characters: shorten, keeping it distinct by the digest."""
+    return name if len(name) <= limit else f"{name[: limit - 14]}-{digest}-ONNX"
+
+
+def _owned_by(owner: str | None) -> str:
+    return f"the export of `{owner}`" if owner else "files that are not a mobius export"
+
+
+def _export_source(api: HfApi, repo_id: str) -> str | None:
+    """None: `repo_id` does not exist or is empty (free to use); else the source repo its
+    variant manifests name, or "" when they name no single source (another repo's files)."""
+    try:
+        files = api.list_repo_files(repo_id)
+    except RepositoryNotFoundError:
+        return None
+    if set(files) <= {".gitattributes"}:
+        return None
+    manifests = [f for f in files if MANIFEST.fullmatch(f)]
+    sources = set()
+    for path in manifests:
+        manifest = json.loads(Path(api.hf_hub_download(repo_id, path)).read_text())
+        sources.add((manifest.get("source") or {}).get("repo_id"))
+    return sources.pop() if len(sources) == 1 and None not in sources else ""
+
+
 def already_published(
-    source_repo_id: str, source_sha: str, variants: list[str], target: PublishTarget, token: str
+    source_repo_id: str,
+    source_sha: str,
+    variants: list[str],
+    where: Destination,
+    token: str,
 ) -> Published | None:
     """What answers this request before converting, or None when a conversion is needed.
 
-    PR mode: an earlier PR (see `find_existing_pr`). Repo mode: the target repo already holds
+    PR mode: an earlier PR (see `find_existing_pr`). Repo mode: the export repo already holds
     every variant folder built from `source_sha` (unless `force`).
     """
-    if target.mode == "none":
+    if where.mode == "none":
         return None
     api = _api(token)
-    with _reported(target.mode, f"{api.endpoint}/{source_repo_id}", token):
-        user = api.whoami()["name"]
-        if target.mode == "pr":
+    with _reported(where.mode, f"{api.endpoint}/{source_repo_id}", token):
+        if where.mode == "pr":
+            user = api.whoami()["name"]
             existing = find_existing_pr(api, source_repo_id, source_sha, variants, user)
-            return _answer(existing, target.force)
-        repo_id = onnx_repo_id(source_repo_id, target.namespace or user)
-        if target.force or not _holds(api, repo_id, source_repo_id, source_sha, variants):
+            return _answer(existing, where.target.force)
+        if where.target.force or not _holds(
+            api, where.repo_id, source_repo_id, source_sha, variants
+        ):
             return None
-        return Published(f"{api.endpoint}/{repo_id}", "repo", True, "unchanged")
+        return Published(f"{api.endpoint}/{where.repo_id}", "repo", True, "unchanged")
 
 
 def publish(
@@ -166,25 +264,25 @@ def publish(
     card_text: str,
     pr_title: str,
     pr_description: str,
-    target: PublishTarget,
+    where: Destination,
     token: str,
 ) -> Published:
     """Publish `package_dirs` ({"onnx/<ep>-<dtype>": local package folder}) built from
-    `source_repo_id` at `source_sha`, with the card, in one commit (see the module doc)."""
-    if target.mode == "none":
+    `source_repo_id` at `source_sha`, with the card, in one commit to `where` (see the module
+    doc)."""
+    if where.mode == "none":
         return Published("", "none", False, "skipped")
     api = _api(token)
     description = f"{pr_description.rstrip()}\n\n{pr_marker(source_sha, list(package_dirs))}\n"
-    with _reported(target.mode, f"{api.endpoint}/{source_repo_id}", token):
+    with _reported(where.mode, f"{api.endpoint}/{source_repo_id}", token):
         _check_packages(source_repo_id, source_sha, package_dirs)
-        user = api.whoami()["name"]
-        operations = _operations(package_dirs, card_text, card_path(target.mode))
+        operations = _operations(package_dirs, card_text, card_path(where.mode))
         change = _Change(operations, pr_title, description, sorted(package_dirs))
-        if target.mode == "pr":
-            return _publish_pr(api, source_repo_id, source_sha, change, target.force, user)
-        repo_id = onnx_repo_id(source_repo_id, target.namespace or user)
-        with _reported(target.mode, f"{api.endpoint}/{repo_id}", token):
-            return _publish_repo(api, repo_id, change, target.private)
+        if where.mode == "pr":
+            user = api.whoami()["name"]
+            return _publish_pr(api, source_repo_id, source_sha, change, where.target.force, user)
+        with _reported(where.mode, f"{api.endpoint}/{where.repo_id}", token):
+            return _publish_repo(api, source_repo_id, where, change)
 
 
 def _api(token: str) -> HfApi:
@@ -236,17 +334,26 @@ def _publish_pr(
     return Published(str(info.pr_url), "pr", False, "opened")
 
 
-def _publish_repo(api: HfApi, repo_id: str, change: _Change, private: bool) -> Published:
+def _publish_repo(
+    api: HfApi, source_repo_id: str, where: Destination, change: _Change
+) -> Published:
+    repo_id, private = where.repo_id, where.private
     url = f"{api.endpoint}/{repo_id}"
     existed = api.repo_exists(repo_id)
     if existed and private and not api.model_info(repo_id).private:
-        raise PublishError(f"{url} exists and is public; it was asked to be private")
+        raise PublishError(f"{url} exists and is public; this export must be private")
     try:
         api.create_repo(repo_id, private=private, exist_ok=existed)
     except HfHubHTTPError as err:
         if err.response.status_code != 409:
             raise
         existed = True  # someone created it meanwhile: it is not ours to delete
+    owner = _export_source(api, repo_id)  # again: the conversion took a while
+    if owner not in (None, source_repo_id):
+        raise PublishError(
+            f"{url} now holds {_owned_by(owner)}; the export of {source_repo_id} was not "
+            "published there (try again)"
+        )
     try:
         head = api.model_info(repo_id).sha
         info = api.create_commit(
@@ -276,11 +383,6 @@ def _answer(existing: ExistingPR | None, force: bool) -> Published | None:
     if existing is None or (not existing.is_open and force):
         return None
     return Published(existing.url, "pr", True, "existing" if existing.is_open else existing.status)
-
-
-def onnx_repo_id(source_repo_id: str, namespace: str) -> str:
-    """The repo mode target: `{namespace}/{name}-ONNX`."""
-    return f"{namespace}/{source_repo_id.rsplit('/', 1)[-1]}-ONNX"
 
 
 def _holds(api: HfApi, repo_id: str, source_repo_id: str, sha: str, variants: list[str]) -> bool:

@@ -5,10 +5,32 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from converter.errors import MobiusError
+from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS, execution_provider
+from model_cards import variant_order
+
 Publish = Literal["pr", "repo", "none"]
 Origin = Literal["space", "hub-mention", "github", "cli"]
 PUBLISH = ("pr", "repo", "none")
 ORIGINS = ("space", "hub-mention", "github", "cli")
+
+
+class BadRequest(MobiusError, ValueError):
+    """A request that cannot be served as asked; the message says why and what would work."""
+
+
+def check_variants(eps: tuple[str, ...], dtypes: tuple[str, ...]) -> None:
+    """Every (ep, dtype) pair must be one an execution provider runs; one message lists every
+    problem and the supported values. The one check the CLI, the Space and the bot share."""
+    problems = []
+    for ep in dict.fromkeys(eps):
+        for dtype in dict.fromkeys(dtypes):
+            try:
+                execution_provider(ep, dtype)
+            except MobiusError as err:
+                problems.append(str(err))
+    if problems:
+        raise BadRequest("; ".join(dict.fromkeys(problems)))
 
 
 @dataclass(frozen=True)
@@ -34,18 +56,23 @@ class ConversionRequest:
         object.__setattr__(self, "eps", tuple(self.eps))
         object.__setattr__(self, "dtypes", tuple(self.dtypes))
         if not self.source.strip():
-            raise ValueError("source is empty: give a Hub repo id")
+            raise BadRequest("source is empty: give a Hub repo id")
         if not self.eps or not self.dtypes:
-            raise ValueError("a request needs at least one execution provider and one dtype")
+            raise BadRequest(
+                "a request needs at least one execution provider "
+                f"({', '.join(EXECUTION_PROVIDERS)}) and one dtype ({', '.join(DTYPES)})"
+            )
         if self.publish not in PUBLISH:
-            raise ValueError(f"publish must be one of {', '.join(PUBLISH)}, not {self.publish!r}")
+            raise BadRequest(f"publish must be one of {', '.join(PUBLISH)}, not {self.publish!r}")
         if self.origin not in ORIGINS:
-            raise ValueError(f"origin must be one of {', '.join(ORIGINS)}, not {self.origin!r}")
+            raise BadRequest(f"origin must be one of {', '.join(ORIGINS)}, not {self.origin!r}")
+        check_variants(self.eps, self.dtypes)
 
     @property
     def variants(self) -> tuple[str, ...]:
-        """`<ep>-<dtype>` for each requested pair, sorted."""
-        return tuple(sorted({f"{ep}-{dtype}" for ep in self.eps for dtype in self.dtypes}))
+        """`<ep>-<dtype>` for each requested pair, in card order (`variant_order`)."""
+        names = {f"{ep}-{dtype}" for ep in self.eps for dtype in self.dtypes}
+        return tuple(sorted(names, key=variant_order))
 
     def key(self, revision: str | None = None) -> str:
         """Identity for dedupe: source, revision (`revision`, the resolved sha, wins over the

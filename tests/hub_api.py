@@ -100,6 +100,7 @@ class WriteApi:
             ("POST", rf"/{REPO}\.git/info/lfs/objects/verify", self.lfs_verify),
             ("POST", rf"/api/models/{REPO}/commit/(?P<rev>[^/]+)", self.commit),
             ("GET", rf"/api/models/{REPO}/refs", self.refs),
+            ("GET", rf"/api/models/{REPO}/commits/(?P<rev>[^/]+)", self.list_commits),
             ("GET", rf"/api/models/{REPO}/discussions", self.list_discussions),
             ("POST", rf"/api/models/{REPO}/discussions", self.create_discussion),
             ("GET", DISCUSSION, self.discussion_details),
@@ -352,13 +353,33 @@ class WriteApi:
         def ref(name: str, full: str) -> dict[str, str]:
             return {"name": name, "ref": full, "targetCommit": repo.refs[name]}
 
-        names = sorted(n for n in repo.refs if not n.startswith("refs/"))
+        names = sorted(n for n in repo.refs if not n.startswith("refs/") and n not in repo.tags)
         branches = [ref(n, f"refs/heads/{n}") for n in names]
-        answer: dict[str, Any] = {"branches": branches, "converts": [], "tags": []}
+        tags = [ref(n, f"refs/tags/{n}") for n in sorted(repo.tags)]
+        answer: dict[str, Any] = {"branches": branches, "converts": [], "tags": tags}
         if _flag(request, "include_prs"):
             prs = [pr.ref for pr in repo.pull_requests() if pr.ref in repo.refs]
             answer["pullRequests"] = [ref(name, name) for name in prs]
         return Response.json(answer)
+
+    def list_commits(self, request: Request, match: re.Match[str]) -> Response:
+        """The history of a revision, newest first (one page: no `Link` header)."""
+        repo = self.hub.repo(request, match["repo"])
+        commit = self.hub.resolve(repo, match["rev"])
+        history = []
+        while True:
+            history.append(
+                {
+                    "id": commit.sha,
+                    "authors": [{"user": commit.author or repo.namespace}],
+                    "date": commit.date,
+                    "title": commit.title,
+                    "message": commit.description,
+                }
+            )
+            if not commit.parents:
+                return Response.json(history)
+            commit = repo.commits[commit.parents[0]]
 
     # -- discussions and pull requests -----------------------------------------------------
     def new_discussion(

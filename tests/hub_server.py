@@ -7,9 +7,11 @@ repo create/delete, preupload, LFS, commits, pull requests, discussions, refs). 
 `X-Error-Code` header the client turns into typed exceptions. Routes are a table, so a test can
 add or override endpoints with `add_route`, or make one fail with `failing`.
 
-Access: a token maps to a user; every valid token may read every repo (private and gated ones
-included); writing needs the repo's namespace to be the user's or one of their orgs'; like the
-real Hub, any signed-in user may open a pull request on a repo they can read.
+Access: a token maps to a user. Public repos are readable by anyone, gated ones (their files) by
+any signed-in user; a private repo only by members of its namespace (the user or the user's
+orgs) and the users it was shared with (`readers`), and to everyone else it does not exist (404).
+Writing needs the repo's namespace to be the user's or one of their orgs'; like the real Hub, any
+signed-in user may open a pull request on a repo they can read.
 """
 
 from __future__ import annotations
@@ -117,7 +119,9 @@ class Repo:
     repo_id: str
     private: bool = False
     gated: bool = False
+    readers: set[str] = field(default_factory=set)  # users a private repo is shared with
     refs: dict[str, str] = field(default_factory=dict)  # "main", tags, "refs/pr/N" -> sha
+    tags: set[str] = field(default_factory=set)  # which names in `refs` are tags
     commits: dict[str, Commit] = field(default_factory=dict)
     discussions: list[Discussion] = field(default_factory=list)  # num N is discussions[N - 1]
     lfs: dict[str, bytes] = field(default_factory=dict)  # sha256 -> uploaded LFS object
@@ -232,14 +236,30 @@ class FakeHub:
                 self.orgs.setdefault(org, set()).add(user)
 
     def add_repo(
-        self, repo_id: str, files: dict[str, bytes], *, gated: bool = False, private: bool = False
+        self,
+        repo_id: str,
+        files: dict[str, bytes],
+        *,
+        gated: bool = False,
+        private: bool = False,
+        readers: tuple[str, ...] = (),
     ) -> str:
-        """Create a repo whose `main` holds `files`; returns the commit sha."""
+        """Create a repo whose `main` holds `files`; returns the commit sha. A private repo is
+        readable by its namespace's members and by `readers`."""
         with self.lock:
             if repo_id in self.repos:
                 raise ValueError(f"repo {repo_id} exists")
-            self.repos[repo_id] = Repo(repo_id, private=private, gated=gated)
+            self.repos[repo_id] = Repo(repo_id, private=private, gated=gated, readers=set(readers))
             return self.commit(repo_id, files, title="initial commit")
+
+    def add_tag(self, repo_id: str, tag: str, revision: str = "main") -> str:
+        """Tag the commit `revision` (a branch or sha) resolves to; returns its sha."""
+        with self.lock:
+            repo = self.repos[repo_id]
+            sha = repo.refs.get(revision, revision)
+            repo.refs[tag] = sha
+            repo.tags.add(tag)
+            return sha
 
     def commit(
         self, repo_id: str, files: dict[str, bytes], *, branch: str = "main", title: str = "update"
@@ -316,11 +336,16 @@ class FakeHub:
     def can_write(self, user: str, namespace: str) -> bool:
         return namespace == user or user in self.orgs.get(namespace, set())
 
+    def can_read(self, user: str | None, repo: Repo) -> bool:
+        if not repo.private:
+            return True
+        return user is not None and (self.can_write(user, repo.namespace) or user in repo.readers)
+
     def repo(self, request: Request, repo_id: str, *, content: bool = False) -> Repo:
         """The repo if the caller may see it; `content=True` also applies the gate (downloads)."""
         user = self.user(request)
         repo = self.repos.get(unquote(repo_id))
-        if repo is None or (repo.private and user is None):
+        if repo is None or not self.can_read(user, repo):
             status = 404 if user else 401
             raise HubError(status, "RepoNotFound", "Repository not found")
         if content and repo.gated and user is None:

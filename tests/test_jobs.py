@@ -18,14 +18,12 @@ from typing import Any
 import pytest
 import redis
 
+from pipeline.admission import Checkpoint, JobRefused, probe_checkpoint
 from pipeline.jobs import (
-    Checkpoint,
     ConversionRequest,
     Job,
     JobQueue,
-    JobRefused,
     Limits,
-    probe_checkpoint,
 )
 from pipeline.jobs import (
     main as jobs_cli,
@@ -50,7 +48,7 @@ def request(
 
 
 def probe(size: int = 1000) -> Callable[[ConversionRequest], Checkpoint]:
-    return lambda req: Checkpoint(size, SHA)
+    return lambda req, read_as: Checkpoint(size, SHA)
 
 
 def wait_for(queue: JobQueue, job_id: str, timeout: float = 30.0, **want: object) -> Job:

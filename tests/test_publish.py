@@ -20,6 +20,7 @@ from pipeline.publish import (
     PublishError,
     PublishTarget,
     already_published,
+    destination,
     find_existing_pr,
     pr_marker,
     publish,
@@ -59,6 +60,7 @@ class Source:
             )
 
     def publish(self, target: PublishTarget, token: str = BOT_TOKEN, **kwargs: object) -> Published:
+        """Resolve where `target` goes for this source, then publish there."""
         args = dict(
             source_repo_id=self.repo_id,
             source_sha=self.sha,
@@ -66,10 +68,10 @@ class Source:
             card_text=CARD,
             pr_title="Add ONNX variants (cpu-f32, cpu-int4) converted by mobius",
             pr_description="Two variants, validated.",
-            target=target,
             token=token,
         )
-        return publish(**(args | kwargs))  # type: ignore[arg-type]
+        where = destination(self.repo_id, target, token)
+        return publish(**(args | kwargs), where=where)  # type: ignore[arg-type]
 
     @property
     def repo(self) -> Repo:
@@ -234,12 +236,13 @@ def test_repo_mode_creates_and_then_reuses(source: Source, fake_hub: FakeHub) ->
     assert (updated.url, updated.reused, updated.outcome) == (published.url, False, "updated")
 
     variants = sorted(source.packages)  # before converting again: nothing to do
-    found = already_published(source.repo_id, source.sha, variants, target, token)
+    where = destination(source.repo_id, target, token)
+    found = already_published(source.repo_id, source.sha, variants, where, token)
     assert found == Published(published.url, "repo", True, "unchanged")
-    assert already_published(source.repo_id, "f" * 40, variants, target, token) is None
+    assert already_published(source.repo_id, "f" * 40, variants, where, token) is None
     more = [*variants, "onnx/cuda-f16"]
-    assert already_published(source.repo_id, source.sha, more, target, token) is None
-    forced = PublishTarget("repo", private=True, force=True)
+    assert already_published(source.repo_id, source.sha, more, where, token) is None
+    forced = destination(source.repo_id, PublishTarget("repo", private=True, force=True), token)
     assert already_published(source.repo_id, source.sha, variants, forced, token) is None
 
 
@@ -302,25 +305,40 @@ def test_failed_commit_leaves_nothing_behind(
     assert set(fake_hub.repos) == repos  # no new repo either
 
 
-def test_repo_created_by_someone_else_meanwhile_is_kept(source: Source, fake_hub: FakeHub) -> None:
-    """It did not exist when checked, but another client created it before us: a failed commit
-    must not delete it."""
-    user, token = new_user(fake_hub)
-    repo_id = f"{user}/tiny-llama-ONNX"
+def _created_meanwhile(fake_hub: FakeHub, repo_id: str, files: dict[str, bytes]) -> None:
+    """`repo_id` does not exist when checked, but appears (holding `files`) just before our
+    create_repo call, which then answers 409."""
 
     def create_first(request: Request, match: re.Match[str]) -> Response:
-        fake_hub.add_repo(repo_id, {"theirs.txt": b"not ours"})
-        return fake_hub.writes.create_repo(request, match)  # now a 409
+        fake_hub.routes[:] = [r for r in fake_hub.routes if r[2] is not create_first]
+        fake_hub.add_repo(repo_id, files)
+        return fake_hub.writes.create_repo(request, match)
 
     fake_hub.add_route("POST", r"/api/repos/create", create_first, first=True)
-    try:
-        with (
-            fake_hub.failing("POST", rf"/api/models/{repo_id}/commit/.*"),
-            pytest.raises(PublishError, match="HTTP 500"),
-        ):
-            source.publish(PublishTarget("repo"), token=token)
-    finally:
-        fake_hub.routes.pop(0)
+
+
+def test_repo_created_by_someone_else_meanwhile_is_kept(source: Source, fake_hub: FakeHub) -> None:
+    """Another worker created the (still empty) repo before us: a failed commit must not
+    delete it."""
+    user, token = new_user(fake_hub)
+    repo_id = f"{user}/tiny-llama-ONNX"
+    _created_meanwhile(fake_hub, repo_id, {".gitattributes": b"*.onnx filter=lfs\n"})
+    with (
+        fake_hub.failing("POST", rf"/api/models/{repo_id}/commit/.*"),
+        pytest.raises(PublishError, match="HTTP 500"),
+    ):
+        source.publish(PublishTarget("repo"), token=token)
+    assert fake_hub.repos[repo_id].files() == {".gitattributes": b"*.onnx filter=lfs\n"}
+
+
+def test_repo_taken_meanwhile_by_other_files_is_not_written(
+    source: Source, fake_hub: FakeHub
+) -> None:
+    user, token = new_user(fake_hub)
+    repo_id = f"{user}/tiny-llama-ONNX"
+    _created_meanwhile(fake_hub, repo_id, {"theirs.txt": b"not ours"})
+    with pytest.raises(PublishError, match="holds files that are not a mobius export"):
+        source.publish(PublishTarget("repo"), token=token)
     assert fake_hub.repos[repo_id].files() == {"theirs.txt": b"not ours"}
 
 

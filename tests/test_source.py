@@ -173,7 +173,7 @@ def test_unknown_repo(fake_hub: FakeHub) -> None:
 
 def test_private_repo_needs_token(fake_hub: FakeHub) -> None:
     fake_hub.add_token(TOKEN)
-    repo_id, sha = new_repo(fake_hub, model_files(), private=True)
+    repo_id, sha = new_repo(fake_hub, model_files(), private=True, readers=("tester",))
     with pytest.raises(SourceError, match=r"not found.*HF_TOKEN"):
         resolve_source(repo_id)
     assert resolve_source(repo_id, token=TOKEN).revision == sha
