@@ -292,15 +292,15 @@ def quantize_embedding(
 
     The packed codes of a MatMulNBits weight are exactly the kernel's uint8 `data` (two
     4-bit values per byte, low nibble first, zero point 8 when symmetric), reshaped to
-    [rows, columns / 2]. Returns how many Gathers were replaced (0 or 1).
+    [rows, columns / 2] once the padding of a partial last block is cut off (the kernel
+    counts ceil(columns / block_size) scales per row). Returns how many Gathers were
+    replaced (0 or 1).
     """
     graph = model.graph
     for node in list(graph):
         weight = node.inputs[0] if node.op_type == "Gather" and node.domain == "" else None
         if weight is None or weight.name != table or not _initializer(weight):
             continue
-        if weight.shape.dims[1] % int4.block_size:
-            return 0  # the kernel needs whole blocks along the row
         q = quantizers.get(weight.name) or _LazyQ4(weight.const_value, True, int4)
         _swap(graph, node, _gather_q4(graph, node, weight, q, act))
         if not weight.uses():
@@ -318,7 +318,7 @@ def _gather_q4(graph, gather, weight, q: _LazyQ4, act: ir.DataType) -> ir.Node:
         _lazy_initializer(
             graph,
             f"{base}.data",
-            q.part(lambda r: ir.Tensor(r.packed.reshape(rows, -1))),
+            q.part(lambda r: ir.Tensor(r.packed.reshape(rows, -1)[:, : columns // 2])),
             ir.DataType.UINT8,
             [rows, columns // 2],
         ),
