@@ -173,11 +173,27 @@ def destination(source_repo_id: str, target: PublishTarget, token: str | None) -
         return Destination(target, source_repo_id)
     api = _api(token)
     with _reported("repo", f"{api.endpoint}/{source_repo_id}", token):
+        writable = writable_namespaces(token)
         namespace = target.namespace or api.whoami()["name"]
+        if namespace not in writable:
+            raise PublishError(
+                f"the token cannot create repos in '{namespace}' "
+                f"(it can in: {', '.join(writable) or 'none, it is read-only'})"
+            )
         info = api.model_info(source_repo_id)
         private = target.private or bool(info.private or info.gated)
         repo_id, note = _free_repo(api, source_repo_id, namespace)
     return Destination(target, repo_id, private, note)
+
+
+def writable_namespaces(token: str | None) -> list[str]:
+    """The namespaces `token` may create repos in: its user and the orgs it may write to (a
+    read-only token: none). For refusing a target before converting, not after."""
+    me = _api(token).whoami()
+    if (me.get("auth", {}).get("accessToken") or {}).get("role") == "read":
+        return []
+    orgs = [o["name"] for o in me.get("orgs") or [] if o.get("roleInOrg", "write") != "read"]
+    return [me["name"], *orgs]
 
 
 def _free_repo(api: HfApi, source_repo_id: str, namespace: str) -> tuple[str, str]:

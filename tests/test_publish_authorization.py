@@ -12,6 +12,7 @@ from huggingface_hub import CommitOperationAdd, HfApi
 from pipeline.admission import JobRefused, probe_checkpoint
 from pipeline.convert import convert
 from pipeline.jobs import JobQueue, Limits
+from pipeline.publish import PublishError, writable_namespaces
 from pipeline.request import BadRequest, ConversionRequest
 from tests.hub_server import FakeHub
 from tests.test_jobs import wait_for
@@ -96,6 +97,19 @@ def test_a_repo_that_is_no_export_is_never_written(fake_hub: FakeHub, tmp_path: 
     assert fake_hub.repos[f"{bot}/tiny-llama-ONNX"].files() == {"README.md": b"my own project"}
     assert result.url.endswith(f"/{bot}/{source.split('/')[0]}-tiny-llama-ONNX")
     assert "holds files that are not a mobius export" in result.message
+
+
+def test_a_namespace_the_token_cannot_write_is_refused_before_converting(
+    fake_hub: FakeHub, tmp_path: Path
+) -> None:
+    org = f"org-{uuid.uuid4().hex[:6]}"
+    me, token = user(fake_hub, "me", orgs=(org,))
+    assert writable_namespaces(token) == [me, org]
+    source = f"acme-{uuid.uuid4().hex[:6]}/tiny-llama"
+    fake_hub.add_repo(source, FILES)
+    with pytest.raises(PublishError, match=f"cannot create repos in 'elsewhere' .*{me}, {org}"):
+        run(request(source, publish="repo", namespace="elsewhere"), tmp_path, token)
+    assert not (tmp_path / "onnx").exists()  # refused before anything was built
 
 
 # -- 2. nobody gets what they may not read; private stays private --------------------------------
