@@ -10,7 +10,9 @@ import pytest
 import torch
 import transformers
 
+from converter import build
 from converter.cli import main
+from tests.checkpoints import copy_tiny_llama, edit_config
 
 TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
 NEW_TOKENS = 20
@@ -68,3 +70,19 @@ def test_genai_greedy_equals_transformers(package):
     generated = _genai_greedy(package, prompt_ids)
     assert len(generated) == NEW_TOKENS
     assert generated == _transformers_greedy(prompt_ids)
+
+
+def test_genai_config_keeps_every_eos_id_of_generation_config(package):
+    generation = json.loads((TINY_LLAMA / "generation_config.json").read_text())
+    assert len(generation["eos_token_id"]) > 1  # [1, 5]: the list, not its first id
+    genai = json.loads((package / "genai_config.json").read_text())["model"]
+    assert genai["eos_token_id"] == generation["eos_token_id"]
+
+
+def test_genai_config_eos_ids_fall_back_to_config_json(tmp_path):
+    folder = copy_tiny_llama(tmp_path / "model")
+    (folder / "generation_config.json").unlink()
+    edit_config(folder, eos_token_id=[1, 5, 7])
+    build(str(folder), progress=False).save(tmp_path / "onnx", progress=False)
+    genai = json.loads((tmp_path / "onnx" / "genai_config.json").read_text())["model"]
+    assert genai["eos_token_id"] == [1, 5, 7]
