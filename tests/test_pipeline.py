@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
+from mobius.cli import main
 from pipeline.jobs import ConversionRequest, JobQueue, JobRefused, Limits
 from tests.test_jobs import wait_for
 
@@ -41,3 +44,19 @@ def test_service_refuses_local_folders(tmp_path):
     request = ConversionRequest(source=str(TINY), eps=("cpu",), dtypes=("f32",), origin="space")
     with pytest.raises(JobRefused, match="is not a Hub model id"):
         queue.submit(request)
+
+
+def test_unverified_variant_is_not_published(fake_hub, tmp_path, monkeypatch, capsys):
+    """Without transformers the default f32 variant has no reference but itself: never a PR."""
+    for name in ("torch", "transformers"):
+        monkeypatch.setitem(sys.modules, name, None)
+    fake_hub.add_token(BOT_TOKEN, BOT)
+    monkeypatch.setenv("HF_TOKEN", BOT_TOKEN)
+    repo_id = f"org-{uuid.uuid4().hex[:8]}/tiny-llama"
+    fake_hub.add_repo(repo_id, {p.name: p.read_bytes() for p in TINY.iterdir()})
+    argv = ["convert", repo_id, "--ep", "default", "--dtype", "f32", "--publish", "pr"]
+    assert main([*argv, "--output", str(tmp_path), "--json", "--no-progress"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["reports"]["onnx/default-f32"]["status"] == "unverified"
+    assert result["failed"] == ["onnx/default-f32"] and result["url"] is None
+    assert fake_hub.repos[repo_id].pull_requests() == []
