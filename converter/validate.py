@@ -244,14 +244,17 @@ def _resolved(source: str | Path | Source) -> Source:
 
 def _source_of(manifest: dict) -> Source:
     origin = manifest["source"]
+    hint = (
+        "validate compares against the checkpoint the package was built from: "
+        "give its location with --source DIR (Python: source=DIR)"
+    )
     if origin.get("repo_id"):
-        return resolve_source(origin["repo_id"], revision=origin["revision"], progress=False)
+        try:
+            return resolve_source(origin["repo_id"], revision=origin["revision"], progress=False)
+        except SourceError as err:
+            raise SourceError(f"{err}; {hint}") from None
     if not Path(origin["path"]).is_dir():
-        raise SourceError(
-            f"the package was built from {origin['path']}, which no longer exists; validate "
-            "compares against that checkpoint: give its new location with --source DIR "
-            "(Python: source=DIR)"
-        )
+        raise SourceError(f"the package was built from {origin['path']}, which is gone; {hint}")
     return resolve_source(origin["path"], progress=False)
 
 

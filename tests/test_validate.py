@@ -133,12 +133,23 @@ def test_moved_source_folder_is_named_and_can_be_given(tmp_path, capsys):
         tmp_path / "pkg", progress=False
     )
     checkpoint.rename(moved)
-    with pytest.raises(SourceError, match=rf"{checkpoint}, which no longer exists.*--source DIR"):
+    with pytest.raises(SourceError, match=rf"built from {checkpoint}, which is gone.*--source DIR"):
         validate(package)
     assert main(["validate", str(package)]) == 1
     assert "--source DIR" in capsys.readouterr().err
     assert validate(package, source=moved, steps=2).status == "passed"
     assert main(["validate", str(package), "--source", str(moved), "--steps", "2"]) == 0
+
+
+def test_missing_hub_source_points_at_source_option(fake_hub, packages, tmp_path):
+    package = tmp_path / "pkg"
+    shutil.copytree(packages("cpu", "f32"), package)
+    manifest = json.loads((package / "mobius.json").read_text())
+    manifest["source"] = {"repo_id": "nobody/gone", "revision": "0" * 40, "path": None}
+    (package / "mobius.json").write_text(json.dumps(manifest))
+    with pytest.raises(SourceError, match=r"nobody/gone.*; validate compares .*--source DIR"):
+        validate(package)
+    assert validate(package, source=TINY_LLAMA, steps=2).status == "passed"
 
 
 @pytest.mark.parametrize(("ep", "dtype"), [("cpu", "f32"), ("default", "f32"), ("cuda", "f16")])
