@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -47,7 +47,16 @@ from converter.errors import MobiusError
 from model_cards import human_size
 from pipeline.admission import Checkpoint, JobRefused, ReadAs, probe_checkpoint
 from pipeline.request import ConversionRequest
-from pipeline.store import ACTIVE, Record, RedisStore, SqliteStore, Store, Tx
+from pipeline.store import (
+    ACTIVE,
+    Record,
+    RedisStore,
+    SqliteStore,
+    Store,
+    StoreError,
+    Tx,
+    explained,
+)
 
 State = Literal["queued", "running", "succeeded", "failed"]
 STAGES = ("resolve", "build", "validate", "card", "publish")
@@ -204,13 +213,17 @@ class JobQueue:
         else:
             default = os.environ.get("MOBIUS_DATA_DIR") or Path.home() / ".cache/mobius/jobs"
             self.data_dir = Path(data_dir or default).expanduser()
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-            self.huey = SqliteHuey(
-                "mobius",
-                filename=str(self.data_dir / "queue.db"),
-                results=False,
-                serializer=_JsonSerializer(),
-            )
+            try:
+                self.data_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise StoreError(f"{self.data_dir} cannot be created: {err.strerror}") from err
+            with explained(self.data_dir / "queue.db"):
+                self.huey = SqliteHuey(
+                    "mobius",
+                    filename=str(self.data_dir / "queue.db"),
+                    results=False,
+                    serializer=_JsonSerializer(),
+                )
             self.store = SqliteStore(self.data_dir / "jobs.db")
         results = results_dir or os.environ.get("MOBIUS_RESULTS_DIR")
         if not results:
@@ -255,8 +268,13 @@ class JobQueue:
             )
             job.created_at = job.queued_at = now
             _save(tx, job, f"queued: {request.origin} request by {request.requester or '(cli)'}")
-            self._enqueue(job.id)  # inside the transaction: if it fails, no job is recorded
+            with self._queue_errors():
+                self._enqueue(job.id)  # inside the transaction: if it fails, no job is recorded
         return job.id
+
+    def _queue_errors(self) -> AbstractContextManager[None]:
+        """The message queue's own SQLite file names itself in errors (Redis raises its own)."""
+        return explained(self.data_dir / "queue.db") if self.data_dir else nullcontext()
 
     def get(self, job_id: str) -> Job:
         """The job with its progress events and log; `JobNotFound` if there is none."""
@@ -379,7 +397,8 @@ class JobQueue:
                         continue
                     note, job.queued_at = "its queue message was lost; re-queued", now
                 _save(tx, job, note)
-                self._enqueue(job.id)
+                with self._queue_errors():
+                    self._enqueue(job.id)
                 requeued.append(job.id)
         return requeued
 

@@ -18,8 +18,36 @@ from typing import Any, Protocol
 
 import redis
 
+from converter.errors import MobiusError
+
 Record = dict[str, Any]
 ACTIVE = ("queued", "running")
+
+
+class StoreError(MobiusError):
+    """The job store cannot be used (corrupt, read-only, full disk...); the message names the
+    file and the cause in one line."""
+
+
+_CAUSES = (  # sqlite3's message -> what it means for the person who runs the service
+    ("not a database", "is corrupt (not an SQLite database): move it aside to start afresh"),
+    ("malformed", "is corrupt: move it aside to start afresh"),
+    ("readonly", "is read-only: the service needs to write it"),
+    ("disk is full", "cannot grow: the disk is full"),
+    ("unable to open", "cannot be opened: check the folder exists and is writable"),
+    ("locked", "is locked by another process for too long"),
+)
+
+
+@contextmanager
+def explained(path: Path) -> Iterator[None]:
+    """sqlite3 errors inside become one StoreError line naming `path` and the cause."""
+    try:
+        yield
+    except sqlite3.Error as err:
+        text = str(err)
+        cause = next((why for key, why in _CAUSES if key in text), f"failed: {text}")
+        raise StoreError(f"{path} {cause}") from err
 
 
 class Tx(Protocol):
@@ -56,26 +84,28 @@ class SqliteStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        conn = sqlite3.connect(path, timeout=60)
-        try:
-            conn.execute("pragma journal_mode=wal")
-            conn.executescript(SCHEMA)
-        finally:
-            conn.close()
+        with explained(path):
+            conn = sqlite3.connect(path, timeout=60)
+            try:
+                conn.execute("pragma journal_mode=wal")
+                conn.executescript(SCHEMA)
+            finally:
+                conn.close()
 
     @contextmanager
     def tx(self) -> Iterator[Tx]:
-        conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        try:
-            conn.execute("begin immediate")
+        with explained(self.path):
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             try:
-                yield _SqliteTx(conn)
-            except BaseException:
-                conn.execute("rollback")
-                raise
-            conn.execute("commit")
-        finally:
-            conn.close()
+                conn.execute("begin immediate")
+                try:
+                    yield _SqliteTx(conn)
+                except BaseException:
+                    conn.execute("rollback")
+                    raise
+                conn.execute("commit")
+            finally:
+                conn.close()
 
 
 class _SqliteTx:
