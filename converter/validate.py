@@ -136,14 +136,12 @@ def _read_manifest(package: Path) -> dict:
 
 
 def _missing_runtime_files(package: Path, manifest: dict) -> list[str]:
-    if manifest.get("task") != "text-generation":
-        return []
     missing = [name for name in GENAI_TOKENIZER_FILES if not (package / name).is_file()]
-    if not missing:
+    if manifest.get("task") != "text-generation" or not missing:
         return []
     return [
         f"no tokenizer: onnxruntime-genai cannot run this package without {' and '.join(missing)}"
-        " (copy the source checkpoint's tokenizer files into the package)"
+        " (copy them from the model's repo into the package)"
     ]
 
 
