@@ -7,7 +7,6 @@ Each layer registers its own subcommands; `mobius/cli.py` composes them all into
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -138,21 +137,6 @@ def _at_least_one(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
-
-
-def missing_modules(modules: Sequence[str]) -> list[str]:
-    """Those of `modules` that cannot be imported here."""
-    return [name for name in modules if importlib.util.find_spec(name) is None]
-
-
-def require_extra(extra: str, modules: Sequence[str], *, needed_by: str) -> None:
-    """A one-line MobiusError naming the pyproject extra to install when a module is missing."""
-    missing = missing_modules(modules)
-    if missing:
-        raise MobiusError(
-            f"{needed_by} needs {' and '.join(missing)}, which this environment lacks: "
-            f'pip install "mobius-hub[{extra}]"'
-        )
 
 
 def run(argv: Sequence[str] | None, registrars: Sequence[Registrar]) -> int:

@@ -19,8 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from converter.cli import missing_modules, require_extra
-from converter.errors import MobiusError, SourceError
+from converter.errors import MobiusError, SourceError, missing_modules, require_extra
 from converter.execution_providers import EXECUTION_PROVIDERS
 from converter.runtime import OnnxDecoder
 from converter.source import Source, resolve_source
@@ -97,6 +96,9 @@ def validate(
         from converter.kernels import structural_report
 
         report.structural = structural_report(package / "model.onnx", ep.name)
+        if report.structural["checker"] != "ok":
+            checker = report.structural["status"]
+            report.failures.append(f"the ONNX checker rejects the model: {checker}")
         return _concluded(report, "not executed")
     kind = _reference_kind(reference)
     if kind == "default-f32" and (ep.name, report.dtype) == ("default", "f32"):

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 import bot.cli
 import converter.cli
+import converter.errors
 import pipeline.cli
 import space_app.cli
 
@@ -35,7 +36,7 @@ def _needing_extra(
         handler = parser.get_default("handler")
 
         def checked(args: argparse.Namespace) -> int:
-            converter.cli.require_extra(extra, EXTRAS[extra], needed_by=f"mobius {args.command}")
+            converter.errors.require_extra(extra, EXTRAS[extra], needed_by=f"mobius {args.command}")
             return handler(args)
 
         parser.set_defaults(handler=checked)

@@ -273,6 +273,8 @@ def _validation(status: str, report: dict[str, Any], structural: dict[str, Any],
         kernels = f"{missing} node(s) without a {ep} kernel" if missing else "all kernels present"
         check += f", {kernels}"
         return _cell(f"not executed on this host (structural check: {check})")
+    if report.get("reason"):
+        return _cell(f"{status}: {report['reason']}")
     return _cell(status)
 
 

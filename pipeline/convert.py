@@ -18,7 +18,7 @@ import model_cards
 from converter.build import build
 from converter.errors import MobiusError
 from converter.source import Source, resolve_source
-from converter.validate import validate
+from converter.validate import PUBLISHABLE, summarize, validate
 from pipeline.jobs import ConversionRequest, Reporter
 from pipeline.publish import (
     Destination,
@@ -29,9 +29,6 @@ from pipeline.publish import (
 )
 
 TOKEN_ENV = "HF_TOKEN"
-# A variant is published when it passed, or when its EP is not on this host and it passed the
-# structural check (the card says so); "failed" or "unverified" never.
-PUBLISHABLE = ("passed", "not executed")
 
 
 @dataclass
@@ -90,7 +87,9 @@ def convert(
         done = already_published(source.repo_id, source.revision, folders, where, token)
         if done is not None:
             return _published(result, done, where, reporter)
-    packages = _build_and_validate(source, variants, folders, result, reporter, token, reference)
+    packages = _build_and_validate(
+        source, variants, folders, result, reporter, token, reference, progress
+    )
     reporter.stage("card")
     mode = "local" if where.mode == "none" else where.mode
     card, title, description = _card(request, source, packages, result, mode, where, token)
@@ -112,7 +111,7 @@ def convert(
     return result
 
 
-def _build_and_validate(source, variants, folders, result, reporter, token, reference):
+def _build_and_validate(source, variants, folders, result, reporter, token, reference, progress):
     model = source.repo_id or str(source.path)
     packages: dict[str, Path] = {}
     for (ep, dtype), folder in zip(variants, folders, strict=True):
@@ -121,14 +120,15 @@ def _build_and_validate(source, variants, folders, result, reporter, token, refe
         out = result.output / folder
         if (out / "mobius.json").is_file():
             shutil.rmtree(out)  # a previous run's package: no stale file may be published
-        package = build(model, ep=ep, dtype=dtype, revision=source.revision, token=token)
+        package = build(
+            model, ep=ep, dtype=dtype, revision=source.revision, token=token, progress=progress
+        )
         packages[folder] = package.save(out, progress=False)
         reporter.stage("validate")
         reporter.progress(folder, 50.0, "validating")
         report = validate(packages[folder], reference=reference, source=source)
         result.reports[folder] = report.as_dict()
-        reporter.progress(folder, 100.0, report.status)
-        reporter.log(f"{folder}: {report.status}")
+        reporter.progress(folder, 100.0, summarize(report.as_dict()))
     return packages
 
 

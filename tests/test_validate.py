@@ -78,6 +78,19 @@ def test_ep_missing_on_host_is_not_executed(packages, capsys):
     assert "NOT EXECUTED" in capsys.readouterr().out
 
 
+def test_ep_missing_on_host_with_an_invalid_graph_fails(packages, tmp_path):
+    """Not being able to run a variant is no excuse for publishing a graph the checker rejects."""
+    import onnx
+
+    package = shutil.copytree(packages("cuda", "f16"), tmp_path / "cuda-f16")
+    model = onnx.load(package / "model.onnx", load_external_data=False)
+    model.graph.node[0].input[0] = "defined_nowhere"
+    onnx.save(model, package / "model.onnx")
+    report = validate(package)
+    assert report.status == "failed" and report.structural["checker"] != "ok"
+    assert "the ONNX checker rejects the model" in report.failures[0]
+
+
 @pytest.fixture
 def no_transformers(monkeypatch):
     """An environment without the validate extra, as the import check sees it."""
