@@ -20,8 +20,10 @@ import onnx_ir as ir
 from tqdm import tqdm
 
 from converter.config import ArchitectureConfig
+from converter.errors import MobiusError
 from converter.lowering import LoweringReport
 from converter.registry import Family
+from converter.sizes import human_size
 from converter.source import Source
 from converter.tasks import OPSET, TextGenerationTask
 
@@ -56,19 +58,36 @@ class ModelPackage:
     def save(self, output: str | Path, *, progress: bool = True) -> Path:
         """Write the package into `output`; files appear there only once all are written."""
         output = Path(output)
-        output.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=output, prefix=".partial-") as staging:
-            staging = Path(staging)
-            self._write_model(staging / MODEL_FILE, progress)
-            generation = _read_json(self.source.path / "generation_config.json")
-            _write_json(staging / "genai_config.json", self.genai_config(generation))
-            for name in TOKENIZER_FILES:
-                if (self.source.path / name).is_file():
-                    shutil.copyfile(self.source.path / name, staging / name)
-            _write_json(staging / "mobius.json", self.manifest())
-            for item in staging.iterdir():
-                item.replace(output / item.name)
+        try:
+            output.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=output, prefix=".partial-") as staging:
+                self._write_files(Path(staging), progress)
+                for item in Path(staging).iterdir():
+                    item.replace(output / item.name)
+        except OSError as err:
+            raise MobiusError(self._write_failure(output, err)) from err
         return output
+
+    def _write_files(self, staging: Path, progress: bool) -> None:
+        self._write_model(staging / MODEL_FILE, progress)
+        generation = _read_json(self.source.path / "generation_config.json")
+        _write_json(staging / "genai_config.json", self.genai_config(generation))
+        for name in TOKENIZER_FILES:
+            if (self.source.path / name).is_file():
+                shutil.copyfile(self.source.path / name, staging / name)
+        _write_json(staging / "mobius.json", self.manifest())
+
+    def _write_failure(self, output: Path, err: OSError) -> str:
+        """One line: what failed, and the disk space the package needs against what is free
+        (a full disk surfaces as a bare short write, e.g. "16384 requested and 3072 written")."""
+        needed = sum(v.const_value.nbytes for v in self.model.graph.initializers.values())
+        where = next((p for p in (output, *output.parents) if p.exists()), Path("/"))
+        free = shutil.disk_usage(where).free
+        cause = err.strerror or str(err) or type(err).__name__
+        return (
+            f"writing the package to {output} failed ({cause}); it needs about "
+            f"{human_size(needed)} and its disk has {human_size(free)} free"
+        )
 
     def _write_model(self, path: Path, progress: bool) -> None:
         # The bar starts at the first tensor, the first moment its total is known.

@@ -18,6 +18,7 @@ from urllib.parse import quote
 import jinja2
 
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
+from converter.sizes import human_size
 
 Mode = Literal["pr", "repo", "local"]  # published as a PR, as a repo, or kept on disk
 
@@ -339,16 +340,6 @@ def _primary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def _ort_provider(ep: str) -> str:
     provider = EXECUTION_PROVIDERS.get(ep)
     return provider.ort_provider if provider else "CPUExecutionProvider"
-
-
-def human_size(size: int) -> str:
-    """Bytes in binary units: 312 B, 300.2 KiB, 1.4 GiB."""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
 
 
 def _cell(text: Any) -> str:

@@ -144,3 +144,25 @@ def test_a_read_only_store_is_one_line_naming_the_file(tmp_path: Path) -> None:
             JobQueue(data, probe=probe()).submit(request(dtypes=("int4",)))
     finally:
         subprocess.run(["chattr", "-i", str(db)], check=True)
+
+
+def test_a_package_that_cannot_be_written_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    """A full disk surfaces as a bare short write from numpy ("16384 requested and 3072
+    written"); here a file size limit (RLIMIT_FSIZE, SIGXFSZ ignored) makes the same short write."""
+    out = tmp_path / "out"
+    script = (
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))\n"
+        "from mobius.cli import main\n"
+        f"sys.exit(main(['build', '--model', 'examples/tiny-llama', '--output', {str(out)!r},"
+        " '--no-progress']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"mobius: error: writing the package to {out} failed (")
+    assert "it needs about" in line and "free" in line
+    assert list(out.iterdir()) == []  # no half-written package
