@@ -19,6 +19,7 @@ import pytest
 
 from converter import build
 from converter.cli import main
+from converter.config import ArchitectureConfig, check_generation_config
 from converter.errors import (
     ConfigError,
     MobiusError,
@@ -88,6 +89,24 @@ def test_config_not_a_json_object(tiny: Path, text: str, message: str) -> None:
         convert(tiny)
 
 
+@pytest.mark.parametrize(
+    ("key", "value"), [("eos_token_id", [1, 512]), ("bos_token_id", 9999), ("pad_token_id", 513)]
+)
+def test_generation_config_token_outside_the_vocabulary(tiny: Path, key: str, value) -> None:
+    (tiny / "generation_config.json").write_text(json.dumps({key: value}))
+    cfg = ArchitectureConfig.from_hf(json.loads((tiny / "config.json").read_text()))
+    message = (
+        rf"generation_config\.json: '{key}' = \d+ is outside the vocabulary \(vocab_size 512\)"
+    )
+    with pytest.raises(ConfigError, match=message):
+        check_generation_config(tiny, cfg)
+
+
+def test_generation_config_inside_the_vocabulary_passes(tiny: Path) -> None:
+    cfg = ArchitectureConfig.from_hf(json.loads((tiny / "config.json").read_text()))
+    check_generation_config(tiny, cfg)  # eos [1, 5], pad 1, bos 0
+
+
 def test_config_not_utf8(tiny: Path) -> None:
     (tiny / "config.json").write_bytes(b"\xff\xfe{}")
     with pytest.raises(ConfigError, match=r"config\.json is not valid JSON"):
@@ -101,10 +120,6 @@ def test_config_not_utf8(tiny: Path) -> None:
         ({"model_type": ""}, r"'model_type' is missing"),
         ({"model_type": 7}, r"'model_type' must be a string, got 7"),
         ({"text_config": "llama"}, r"'text_config' must be a JSON object"),
-        ({"hidden_size": ...}, r"'hidden_size' is missing"),
-        ({"vocab_size": ...}, r"'vocab_size' is missing"),
-        ({"num_hidden_layers": ...}, r"'num_hidden_layers' is missing"),
-        ({"max_position_embeddings": ...}, r"'max_position_embeddings' is missing"),
         ({"num_attention_heads": "4"}, r"'num_attention_heads' must be an integer, got '4'"),
         ({"num_attention_heads": 4.0}, r"'num_attention_heads' must be an integer"),
         ({"num_hidden_layers": True}, r"'num_hidden_layers' must be an integer"),
@@ -119,6 +134,12 @@ def test_config_not_utf8(tiny: Path) -> None:
         ({"rms_norm_eps": -1.0}, r"'rms_norm_eps' = -1.0 must be a finite positive number"),
         ({"tie_word_embeddings": "yes"}, r"'tie_word_embeddings' must be true or false"),
         ({"eos_token_id": "</s>"}, r"'eos_token_id' must hold non-negative token ids"),
+        (
+            {"eos_token_id": [1, 512]},
+            r"config\.json: 'eos_token_id' = 512 is outside the vocabulary \(vocab_size 512\)",
+        ),
+        ({"bos_token_id": 70000}, r"'bos_token_id' = 70000 is outside the vocabulary"),
+        ({"pad_token_id": 600}, r"'pad_token_id' = 600 is outside the vocabulary"),
         (
             {"num_key_value_heads": 3},
             r"'num_key_value_heads' = 3 must divide 'num_attention_heads' = 4",
@@ -524,14 +545,14 @@ def bad_models(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     unsupported = copy_tiny_llama(tmp_path / "unsupported")
     edit_config(unsupported, model_type="llamaa")
     bad_config = copy_tiny_llama(tmp_path / "bad-config")
-    edit_config(bad_config, hidden_size=...)
+    edit_config(bad_config, hidden_size="wide")
     missing = copy_tiny_llama(tmp_path / "missing-tensor")
     rewrite_weights(missing, {"model.norm.weight": None})
     pickles = copy_tiny_llama(tmp_path / "pickles")
     (pickles / WEIGHTS).rename(pickles / "pytorch_model.bin")
     return {
         "unsupported": (unsupported, "model_type 'llamaa' is not supported; nearest supported"),
-        "config": (bad_config, "'hidden_size' is missing"),
+        "config": (bad_config, "'hidden_size' must be an integer, got 'wide'"),
         "missing-tensor": (missing, "'model.norm.weight'"),
         "pickles": (pickles, "never unpickles"),
         "no-folder": (tmp_path / "nowhere", "no such folder"),
@@ -592,7 +613,7 @@ def test_failed_save_leaves_no_package_files(
 
     monkeypatch.setattr(type(package), "_write_model", write_then_fail)
     output = tmp_path / "out"
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(MobiusError, match=r"writing the package to .* failed \(disk full\)"):
         package.save(output, progress=False)
     assert not output.exists() or list(output.iterdir()) == []
 

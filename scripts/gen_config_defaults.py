@@ -1,0 +1,81 @@
+"""Regenerate converter/data/config_defaults.json from the installed transformers.
+
+python scripts/gen_config_defaults.py          # rewrite the file
+python scripts/gen_config_defaults.py --check  # exit 1 when it is stale
+
+For every registered family, the values its transformers configuration class gives a key that
+config.json leaves out: each field the class declares (not the generic ones of PreTrainedConfig)
+with a default other than None, plus the rope
+settings a default instance ends up with (`rope_theta`; Gemma 3's local base as
+`rope_local_base_freq`; `partial_rotary_factor`, which Phi defaults to 0.5). The converter reads
+the file; only this script imports transformers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).parents[1] / "converter" / "data" / "config_defaults.json"
+_FULL, _SLIDING = "full_attention", "sliding_attention"
+
+
+def family_defaults(model_type: str) -> dict[str, Any]:
+    import transformers
+
+    cls = type(transformers.AutoConfig.for_model(model_type))
+    generic = {f.name for f in dataclasses.fields(transformers.PreTrainedConfig)}
+    declared = {
+        name
+        for klass in cls.__mro__
+        if issubclass(klass, transformers.PreTrainedConfig)
+        for name in vars(klass).get("__annotations__", {})
+    }
+    defaults = {
+        f.name: f.default
+        for f in dataclasses.fields(cls)
+        if f.name in declared - generic
+        and not f.name.startswith("_")
+        and isinstance(f.default, bool | int | float | str)
+    }
+    rope = cls().to_dict().get("rope_parameters")
+    if rope:
+        if _FULL in rope:  # nested per layer type (Gemma 3)
+            defaults["rope_local_base_freq"] = rope[_SLIDING]["rope_theta"]
+            rope = rope[_FULL]
+        defaults["rope_theta"] = rope["rope_theta"]
+        if "partial_rotary_factor" in rope:
+            defaults["partial_rotary_factor"] = rope["partial_rotary_factor"]
+    return dict(sorted(defaults.items()))
+
+
+def render() -> str:
+    import transformers
+
+    from converter.registry import FAMILIES
+
+    data = {
+        "transformers": transformers.__version__,
+        "generator": "scripts/gen_config_defaults.py",
+        "families": {name: family_defaults(name) for name in sorted(FAMILIES)},
+    }
+    return json.dumps(data, indent=1) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        if not OUT.is_file() or OUT.read_text() != text:
+            print(f"{OUT} is stale: run python scripts/gen_config_defaults.py", file=sys.stderr)
+            return 1
+        return 0
+    OUT.write_text(text)
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
