@@ -8,6 +8,7 @@ peak memory stays near one tensor, not one model.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -25,8 +26,16 @@ from converter.errors import WeightsError
 
 INDEX_FILE = "model.safetensors.index.json"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
-_MAX_HEADER_BYTES = 100 * 1024 * 1024
 _MAX_DIMS = 8
+# Header caps, summed over a checkpoint's shards and checked on the raw bytes before any JSON
+# is parsed. A header entry costs about 110 bytes and 11 JSON items (its name, dtype, shape
+# dims, offsets and the separators between them): a DeepSeek-V3-sized checkpoint (61 layers,
+# 256 routed experts, fp8 weights with scales: about 92k tensors) has about 10 MB of headers
+# and 1M items. JSON items are counted as the `,` `:` and `[` bytes, an upper bound on the
+# values json.loads would create.
+MAX_HEADER_BYTES = 256 * 1024 * 1024
+MAX_HEADER_ITEMS = 5_000_000
+_COUNT_CHUNK = 1 << 20
 
 _DTYPES: dict[str, np.dtype] = {
     "F64": np.dtype(np.float64),
@@ -61,6 +70,10 @@ class TensorRef:
     shape: tuple[int, ...]
     offset: int
 
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * _DTYPES[self.dtype].itemsize
+
     def load(self) -> np.ndarray:
         """A read-only memory map of the tensor (no copy)."""
         dtype = _DTYPES[self.dtype]
@@ -77,9 +90,10 @@ class Checkpoint:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self.tensors: dict[str, TensorRef] = {}
+        budget = HeaderBudget()
         for shard in self._shards():
             _read_ahead(shard)
-            for ref in read_header(shard):
+            for ref in read_header(shard, budget):
                 if ref.name in self.tensors:
                     raise WeightsError(f"tensor '{ref.name}' appears in two shards")
                 self.tensors[ref.name] = ref
@@ -142,16 +156,44 @@ def safe_file_name(name: object) -> str:
     return name
 
 
-def read_header(path: Path) -> list[TensorRef]:
-    """Parse and bounds-check one safetensors header."""
+@dataclass
+class HeaderBudget:
+    """What the headers read so far used of the caps shared by all shards of a checkpoint."""
+
+    bytes: int = 0
+    items: int = 0
+
+    def spend(self, path: Path, f, header_len: int) -> None:
+        """Count the header's JSON items on its raw bytes (1 MiB at a time, so neither time nor
+        memory depends on what the header holds) and refuse it if the caps are exceeded."""
+        self.bytes += header_len
+        if self.bytes > MAX_HEADER_BYTES:
+            raise WeightsError(
+                f"{path.name}: safetensors headers exceed {MAX_HEADER_BYTES:,} bytes in all; "
+                "refusing to parse them"
+            )
+        for start in range(0, header_len, _COUNT_CHUNK):
+            chunk = f.read(min(_COUNT_CHUNK, header_len - start))
+            self.items += chunk.count(b",") + chunk.count(b":") + chunk.count(b"[")
+            if self.items > MAX_HEADER_ITEMS:
+                raise WeightsError(
+                    f"{path.name}: safetensors headers hold more than {MAX_HEADER_ITEMS:,} JSON "
+                    "items (tensor entries and their fields) in all; refusing to parse them"
+                )
+
+
+def read_header(path: Path, budget: HeaderBudget | None = None) -> list[TensorRef]:
+    """Parse and bounds-check one safetensors header, spending `budget` (a fresh one if None)."""
     size = path.stat().st_size
     with path.open("rb") as f:
         prefix = f.read(8)
         if len(prefix) < 8:
             raise WeightsError(f"{path.name} is not a safetensors file (too short)")
         (header_len,) = struct.unpack("<Q", prefix)
-        if header_len > min(_MAX_HEADER_BYTES, size - 8):
+        if header_len > size - 8:
             raise WeightsError(f"{path.name}: header length {header_len} is absurd for the file")
+        (budget or HeaderBudget()).spend(path, f, header_len)
+        f.seek(8)
         try:
             header = json.loads(f.read(header_len))
         except (ValueError, RecursionError) as err:
@@ -164,7 +206,18 @@ def read_header(path: Path) -> list[TensorRef]:
         if name == "__metadata__":
             continue
         refs.append(_tensor_ref(path, name, entry, data_start, data_size))
+    _refuse_overlaps(path, refs)
     return refs
+
+
+def _refuse_overlaps(path: Path, refs: list[TensorRef]) -> None:
+    """Two tensors may not share bytes: each would read the other's data."""
+    spans = sorted((ref.offset, ref.offset + ref.nbytes, ref.name) for ref in refs if ref.nbytes)
+    for (_, end, name), (start, _, other) in itertools.pairwise(spans):
+        if start < end:
+            raise WeightsError(
+                f"{path.name}: tensors '{name}' and '{other}' overlap in the data section"
+            )
 
 
 def _tensor_ref(path: Path, name: str, entry: object, data_start: int, data_size: int):

@@ -372,6 +372,21 @@ def _entry(dtype: str = "F32", shape: list[int] | None = None, offsets: Any = No
         ({"w": _entry(offsets=[-8, 0])}, bytes(8), r"tensor 'w' has data offsets \[-8, 0\]"),
         ({"w": _entry(offsets=[0])}, bytes(8), r"tensor 'w' has data offsets \[0\] outside"),
         (
+            {"a": _entry(offsets=[0, 8]), "b": _entry(offsets=[4, 12])},
+            bytes(12),
+            r"model\.safetensors: tensors 'a' and 'b' overlap in the data section",
+        ),
+        (
+            {"a": _entry(offsets=[0, 8]), "b": _entry(offsets=[0, 8])},
+            bytes(8),
+            r"tensors 'a' and 'b' overlap",
+        ),
+        (
+            {"big": _entry(shape=[4], offsets=[0, 16]), "c": _entry(shape=[1], offsets=[4, 8])},
+            bytes(16),
+            r"tensors 'big' and 'c' overlap",
+        ),
+        (
             {"w": _entry(shape=[3], offsets=[0, 8])},
             bytes(8),
             r"model\.safetensors: tensor 'w': shape \[3\] does not match its F32 byte size",
@@ -396,6 +411,9 @@ def _entry(dtype: str = "F32", shape: list[int] | None = None, offsets: Any = No
         "offsets-reversed",
         "offsets-negative",
         "offsets-one-number",
+        "ranges-overlap",
+        "ranges-equal",
+        "range-inside-another",
         "shape-size-mismatch",
         "absurd-shape",
     ],
