@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import tqdm as hf_tqdm
 
 from converter.errors import SourceError
-from converter.source import INDEX, PICKLE_SUFFIXES, SIDE_FILES, Source
+from converter.source import CONFIG, INDEX, PICKLE_SUFFIXES, Source, fetch_plan
 
 
 class _QuietTqdm(hf_tqdm):
@@ -58,7 +57,12 @@ def download(model: str, revision: str | None, token: str | None, progress: bool
         status = err.response.status_code
         hint = " (the Hub rejected the token)" if status == 401 else ""
         raise SourceError(f"{api.endpoint} answered HTTP {status} for '{model}'{hint}") from err
-    except (httpx2.TransportError, OfflineModeIsEnabled, LocalEntryNotFoundError) as err:
+    except OfflineModeIsEnabled as err:  # before any request: the client knows it is offline
+        raise SourceError(
+            f"offline mode is on (HF_HUB_OFFLINE=1), so '{model}' cannot be fetched from the "
+            "Hub: unset HF_HUB_OFFLINE to download it, or give a local folder that holds it"
+        ) from err
+    except (httpx2.TransportError, LocalEntryNotFoundError) as err:
         raise SourceError(f"cannot reach the Hub at {api.endpoint} to fetch '{model}'") from err
     except FileMetadataError as err:
         raise SourceError(f"{api.endpoint} does not answer like a Hugging Face Hub") from err
@@ -67,17 +71,18 @@ def download(model: str, revision: str | None, token: str | None, progress: bool
 def _download(
     api: HfApi, repo_id: str, revision: str | None, token: str | None, progress: bool
 ) -> Source:
-    info = api.model_info(repo_id, revision=revision)
+    info = api.model_info(repo_id, revision=revision, files_metadata=True)
     sha = info.sha
     if sha is None:
         raise SourceError(f"{api.endpoint} gave no commit sha for '{repo_id}'")
-    files = [s.rfilename for s in info.siblings or []]
+    siblings = info.siblings or []
+    files = [s.rfilename for s in siblings]
     top = [f for f in files if "/" not in f and "\\" not in f]
-    if "config.json" not in top:
+    if CONFIG not in top:
         raise SourceError(f"model repo '{repo_id}' has no config.json at {sha}")
+    side = fetch_plan([(s.rfilename, s.size) for s in siblings])
     quiet: dict[str, Any] = {} if progress else {"tqdm_class": _QuietTqdm}
     weights = _weights(repo_id, sha, files, top, token, quiet)
-    side = [f for f in top if any(fnmatch.fnmatchcase(f, p) for p in SIDE_FILES)]
     path = snapshot_download(
         repo_id, revision=sha, token=token, allow_patterns=sorted({*side, *weights}), **quiet
     )

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import save
 
+import converter.source as source_module
 from converter.errors import SourceError
-from converter.source import Source, resolve_source
+from converter.source import MAX_SIDE_FILE_BYTES, Source, fetch_plan, resolve_source
 from tests.hub_server import FakeHub, Request, Response
 
 CONFIG = json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}).encode()
@@ -259,3 +260,116 @@ def test_tokens_never_appear_in_errors(fake_hub: FakeHub) -> None:
         assert token not in text, (repo_id, token)
         requests = [r for r in fake_hub.requests if repo_id in r.path]
         assert requests[-1].token == token  # the token was sent, so the check above can fail
+
+
+# -- symlinks out of a local folder -------------------------------------------------------------
+def _local_model(folder: Path) -> Path:
+    folder.mkdir()
+    index = {"weight_map": {"model.embed_tokens.weight": "model.safetensors"}}
+    files = {
+        "config.json": CONFIG,
+        "model.safetensors": WEIGHTS,
+        "model.safetensors.index.json": json.dumps(index).encode(),
+        "tokenizer.json": b'{"model": {}}',
+    }
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "name", ["config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json"]
+)
+def test_a_symlink_out_of_the_local_folder_is_refused(tmp_path: Path, name: str) -> None:
+    folder = _local_model(tmp_path / "model")
+    outside = tmp_path / "elsewhere" / name
+    outside.parent.mkdir()
+    (folder / name).rename(outside)
+    (folder / name).symlink_to(outside)
+    with pytest.raises(SourceError, match=rf"'{re.escape(name)}' in .* is a symlink to .*outside"):
+        resolve_source(str(folder))
+
+
+def test_a_symlink_within_the_local_folder_is_fine(tmp_path: Path) -> None:
+    folder = _local_model(tmp_path / "model")
+    (folder / "weights").mkdir()
+    (folder / "model.safetensors").rename(folder / "weights" / "real.safetensors")
+    (folder / "model.safetensors").symlink_to(Path("weights") / "real.safetensors")
+    assert resolve_source(str(folder)).path == folder.resolve()
+
+
+def test_a_hub_cache_snapshot_folder_links_into_its_own_blobs(fake_hub: FakeHub) -> None:
+    repo_id, _ = new_repo(fake_hub, model_files(**{"tokenizer.json": b"{}"}))
+    snapshot = resolve_source(repo_id).path  # every file a link into ../../blobs
+    assert all((snapshot / n).is_symlink() for n in ("config.json", "model.safetensors"))
+    assert resolve_source(str(snapshot)).path == snapshot.resolve()  # as a local folder too
+
+
+def test_a_snapshot_link_out_of_its_repo_cache_is_refused(tmp_path: Path) -> None:
+    repo = tmp_path / "hub" / "models--acme--tiny"
+    (repo / "snapshots").mkdir(parents=True)
+    (repo / "blobs").mkdir()
+    snapshot = _local_model(repo / "snapshots" / ("a" * 40))
+    (snapshot / "config.json").rename(repo / "blobs" / "c0ffee")
+    (snapshot / "config.json").symlink_to(Path("../../blobs/c0ffee"))
+    assert resolve_source(str(snapshot)).path == snapshot.resolve()
+    stranger = tmp_path / "hub" / "models--other--repo" / "blobs" / "f00d"
+    stranger.parent.mkdir(parents=True)
+    (snapshot / "tokenizer.json").rename(stranger)
+    (snapshot / "tokenizer.json").symlink_to(stranger)
+    with pytest.raises(SourceError, match=r"'tokenizer\.json' in .* outside the model folder"):
+        resolve_source(str(snapshot))
+
+
+# -- which files a Hub download fetches ---------------------------------------------------------
+def test_fetch_plan_is_the_known_names_present_each_under_the_cap() -> None:
+    files = [
+        ("config.json", 500),
+        ("tokenizer.json", 33_400_000),  # Gemma 3's
+        ("tokenizer.junk", 40 << 20),
+        ("padding.model", 40 << 20),
+        ("sub/tokenizer.json", 10),
+        ("spiece.model", 700_000),
+        ("model.safetensors", 10**12),  # weights are planned separately
+    ]
+    assert fetch_plan(files) == ["config.json", "spiece.model", "tokenizer.json"]
+    with pytest.raises(SourceError, match=r"'tokenizer\.json' is 67,108,865 bytes, over the"):
+        fetch_plan([("tokenizer.json", MAX_SIDE_FILE_BYTES + 1)])
+    with pytest.raises(SourceError, match=r"'vocab\.json' has no size on the Hub"):
+        fetch_plan([("vocab.json", None)])
+
+
+def test_hub_download_fetches_side_files_by_exact_name(fake_hub: FakeHub) -> None:
+    junk = b"\0" * (4 << 20)
+    files = model_files(**{"tokenizer.json": b"{}", "tokenizer.junk": junk, "padding.model": junk})
+    repo_id, _ = new_repo(fake_hub, files)
+    source = resolve_source(repo_id, progress=False)
+    assert set(os.listdir(source.path)) == {"config.json", "model.safetensors", "tokenizer.json"}
+    asked = [r.path for r in fake_hub.requests if f"/{repo_id}/resolve/" in r.path]
+    assert any(p.endswith("/tokenizer.json") for p in asked)
+    assert not any(p.endswith(("/tokenizer.junk", "/padding.model")) for p in asked)
+
+
+def test_an_over_cap_side_file_is_refused_before_any_download(
+    fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(source_module, "MAX_SIDE_FILE_BYTES", 1000)
+    repo_id, _ = new_repo(fake_hub, model_files(**{"tokenizer.json": b"x" * 1001}))
+    with pytest.raises(SourceError, match=r"'tokenizer\.json' is 1,001 bytes, over the 1,000-byte"):
+        resolve_source(repo_id, progress=False)
+    assert not any(f"/{repo_id}/resolve/" in r.path for r in fake_hub.requests)
+
+
+# -- offline mode -------------------------------------------------------------------------------
+def test_offline_mode_says_so_and_how_to_proceed(
+    fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    seen = len(fake_hub.requests)
+    with pytest.raises(SourceError) as err:
+        resolve_source("mobius-tests/never-downloaded")
+    assert "offline mode is on (HF_HUB_OFFLINE=1)" in message(err)
+    assert "unset HF_HUB_OFFLINE" in message(err) and "local folder" in message(err)
+    assert "cannot reach" not in message(err)
+    assert len(fake_hub.requests) == seen
