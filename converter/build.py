@@ -6,7 +6,7 @@ import json
 
 import onnx_ir as ir
 
-from converter.config import ArchitectureConfig, model_type_of
+from converter.config import ArchitectureConfig, check_generation_config, model_type_of
 from converter.errors import ConfigError
 from converter.execution_providers import execution_provider
 from converter.lowering import Int4, lower
@@ -44,6 +44,7 @@ def build(
     raw = read_config(source.path / "config.json")
     family = family_for(model_type_of(raw))
     cfg = ArchitectureConfig.from_hf(raw)
+    check_generation_config(source.path, cfg)
     checkpoint = Checkpoint(source.path)
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
     module = family.model_class(cfg, float_type, provider)

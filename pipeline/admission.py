@@ -5,8 +5,9 @@
 - From the front doors (Space, bot) only reviewed revisions are converted: a branch, a tag, or a
   full commit sha that is in a branch's history. `refs/pr/*` (an unmerged pull request, which
   anyone may open) is refused. The CLI builds any revision; its card names the exact ref.
-- The commit sha the revision resolves to, the bytes that will be downloaded, and whether the
-  source is private or gated (then its exports are private too).
+- The commit sha the revision resolves to, the bytes that will be downloaded (weights and the
+  side files `converter.source.fetch_plan` names, each capped), and whether the source is
+  private or gated (then its exports are private too).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from converter.errors import MobiusError
+from converter.errors import MobiusError, SourceError
+from converter.source import fetch_plan
 from pipeline.request import ConversionRequest
 
 ReadAs = str | bool | None
@@ -71,8 +73,13 @@ def probe_checkpoint(request: ConversionRequest, read_as: ReadAs = False) -> Che
         raise JobRefused(_not_found(source, read_as)) from err
     except (HfHubHTTPError, httpx2.TransportError, OfflineModeIsEnabled) as err:
         raise JobRefused(f"cannot check '{source}' on the Hub right now; try again") from err
-    siblings = info.siblings or []
-    size = sum(s.size or 0 for s in siblings if _is_top_level_weights(s.rfilename))
+    siblings = {s.rfilename: s.size for s in info.siblings or []}
+    try:
+        side = fetch_plan(list(siblings.items()))
+    except SourceError as err:
+        raise JobRefused(f"'{source}': {err}") from err
+    weights = [name for name in siblings if _is_top_level_weights(name)]
+    size = sum(siblings[name] or 0 for name in [*weights, *side])
     return Checkpoint(size, info.sha, bool(info.private or info.gated))
 
 

@@ -248,7 +248,7 @@ class JobQueue:
         cap = self.limits.max_checkpoint_bytes
         if cap is not None and checkpoint.size > cap:
             raise JobRefused(
-                f"'{request.source}' has {human_size(checkpoint.size)} of weights; this service "
+                f"'{request.source}' has {human_size(checkpoint.size)} to download; this service "
                 f"converts checkpoints up to {human_size(cap)}"
             )
         key = request.key(checkpoint.revision)

@@ -100,6 +100,8 @@ def test_generation_config_token_outside_the_vocabulary(tiny: Path, key: str, va
     )
     with pytest.raises(ConfigError, match=message):
         check_generation_config(tiny, cfg)
+    with pytest.raises(ConfigError, match=message):
+        convert(tiny)  # build checks it before anything is built
 
 
 def test_generation_config_inside_the_vocabulary_passes(tiny: Path) -> None:

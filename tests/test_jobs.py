@@ -185,7 +185,7 @@ def test_over_size_request_is_refused(tmp_path: Path) -> None:
     with pytest.raises(JobRefused) as refused:
         queue.submit(request())
     assert str(refused.value) == (
-        "'org/tiny' has 2.8 GiB of weights; this service converts checkpoints up to 953.7 MiB"
+        "'org/tiny' has 2.8 GiB to download; this service converts checkpoints up to 953.7 MiB"
     )
     assert queue.recent() == [] and queue.huey.pending_count() == 0
 
@@ -223,12 +223,34 @@ def test_probe_reads_the_hub(fake_hub: FakeHub, tmp_path: Path) -> None:
         repo_id,
         {"config.json": b"{}", "model.safetensors": b"x" * 3000, "sub/x.safetensors": b"y" * 99},
     )
-    assert probe_checkpoint(request(repo_id)) == Checkpoint(3000, sha)
+    assert probe_checkpoint(request(repo_id)) == Checkpoint(3002, sha)  # weights + config.json
     queue = JobQueue(tmp_path, limits=Limits(max_checkpoint_bytes=2000))
-    with pytest.raises(JobRefused, match=r"has 2\.9 KiB of weights"):
+    with pytest.raises(JobRefused, match=r"has 2\.9 KiB to download"):
         queue.submit(request(repo_id))
     with pytest.raises(JobRefused, match="model repo 'mobius-tests/missing' not found"):
         queue.submit(request("mobius-tests/missing"))
+
+
+def test_side_files_count_against_the_limit_and_junk_is_not_counted(
+    fake_hub: FakeHub, tmp_path: Path
+) -> None:
+    """What the converter will download (weights and the known side files, each capped) is
+    what the limit counts; files it never fetches do not count."""
+    repo_id = f"mobius-tests/{uuid.uuid4().hex[:10]}"
+    junk = b"j" * (1 << 20)
+    files = {
+        "config.json": b"{}",
+        "model.safetensors": b"x" * 1000,
+        "tokenizer.json": b"t" * 5000,
+        "tokenizer.junk": junk,
+        "padding.model": junk,
+    }
+    sha = fake_hub.add_repo(repo_id, files)
+    assert probe_checkpoint(request(repo_id)) == Checkpoint(6002, sha)
+    big = f"mobius-tests/{uuid.uuid4().hex[:10]}"
+    fake_hub.add_repo(big, {**files, "tokenizer.json": b"t" * (65 * 1024 * 1024)})
+    with pytest.raises(JobRefused, match=r"'tokenizer\.json' is .* over the .*-byte limit"):
+        JobQueue(tmp_path).submit(request(big))
 
 
 # -- recovery -------------------------------------------------------------------------------------
