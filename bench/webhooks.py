@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO))
 
 import uvicorn  # noqa: E402
 
+from bot import server as bot_server  # noqa: E402
 from bot.app import Settings, create_app  # noqa: E402
 from bot.replies import HubReplies  # noqa: E402
 from pipeline.admission import Checkpoint, ReadAs  # noqa: E402
@@ -47,6 +48,7 @@ def hub_payload(
     author_id: str = "user00000000000000000001",
     num: int = 1,
     repo_type: str = "model",
+    private: bool = False,
     status: str = "open",
     hidden: bool = False,
     endpoint: str = "https://huggingface.co",
@@ -59,7 +61,7 @@ def hub_payload(
             "type": repo_type,
             "name": repo_id,
             "id": "6" + "0" * 23,
-            "private": False,
+            "private": private,
             "owner": {"id": "0" * 24},
             "headSha": "0" * 40,
             "url": {"web": web, "api": f"{endpoint}/api/{repo_type}s/{repo_id}"},
@@ -85,12 +87,15 @@ def hub_payload(
 
 
 class RecordingHub(HubReplies):
-    """Hub replies kept in memory; `me()` without a Hub."""
+    """Hub replies kept in memory; `me()` and authors' names without a Hub."""
 
     def __init__(self, me: dict[str, Any] | None = None) -> None:
         self._me = me or {"id": BOT_ID, "name": HANDLE}
         self.posts: list[tuple[str, int, str]] = []
         self._lock = threading.Lock()
+
+    def author_name(self, repo_id: str, num: int, comment_id: str, author_id: str) -> str:
+        return f"user-{author_id}"
 
     def post(self, repo_id: str, num: int, text: str) -> None:
         with self._lock:
@@ -108,12 +113,12 @@ def fake_probe(request: ConversionRequest, read_as: ReadAs) -> Checkpoint:
 
 @contextlib.contextmanager
 def serve(app: Any) -> Iterator[int]:
-    """`app` under uvicorn on a free loopback port, until the block ends."""
+    """The bot `app` on a free loopback port, as `mobius bot` serves it, until the block ends."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", backlog=2048)
-    server = uvicorn.Server(config)
+    timeout = app.state.settings.read_timeout_s
+    server = uvicorn.Server(bot_server.config(app, "127.0.0.1", port, read_timeout_s=timeout))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -144,6 +149,7 @@ def burst(
             handle=HANDLE,
             repo_rate=10**6,
             user_rate=10**6,
+            reply_rate=10**6,
             poll_s=0.2,
             store_path=folder / "bot.db",
         )

@@ -3,7 +3,8 @@ that posts every owed reply: the ack right away, the result once the job has fin
 
 The notifier polls the job queue (SQLite or Redis) for the jobs it owes results for, so workers
 need no knowledge of the bot and may run anywhere; owed replies live in the bot store and
-survive a restart.
+survive a restart. Only failed posts count towards giving up on a reply: while the queue or
+bot.db cannot be read, the notifier waits (with backoff) and delivers once they are back.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ import threading
 from typing import Any, Protocol
 
 import github3
+import httpx2
 from huggingface_hub import HfApi
+from huggingface_hub.errors import HfHubHTTPError
 
-from bot.store import BotStore, Reply
+from bot.store import OUTAGES, BotStore, Reply
 from pipeline.jobs import Job, JobNotFound, JobQueue
 
-MAX_FAILURES = 5
+MAX_FAILURES = 5  # failed posts of one reply before it is given up
+MAX_WAIT_S = 60.0  # the longest pause between passes while the queue or bot.db is down
+MAX_NAMES = 10_000  # Hub author ids -> names remembered
 log = logging.getLogger("mobius.bot")
 
 
@@ -28,6 +33,7 @@ class HubReplies:
     def __init__(self, token: str | None, endpoint: str | None = None) -> None:
         self.api = HfApi(token=token, endpoint=endpoint)
         self._me: dict[str, Any] | None = None
+        self._names: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def me(self) -> dict[str, Any]:
@@ -36,6 +42,26 @@ class HubReplies:
             if self._me is None:
                 self._me = self.api.whoami()
             return self._me
+
+    def author_name(self, repo_id: str, num: int, comment_id: str, author_id: str) -> str:
+        """The user name of a comment's author (webhooks carry only ids), from the discussion's
+        events; remembered per author id. `hub:<id>` when the Hub cannot tell."""
+        with self._lock:
+            if author_id in self._names:
+                return self._names[author_id]
+        try:
+            events = self.api.get_discussion_details(repo_id, num).events
+        except (HfHubHTTPError, httpx2.TransportError) as err:
+            log.warning("cannot read %s#%s for the name of %s: %s", repo_id, num, author_id, err)
+            return f"hub:{author_id}"
+        name = next((e.author for e in events if e.id == comment_id), None)
+        if name is None:
+            return f"hub:{author_id}"
+        with self._lock:
+            if len(self._names) >= MAX_NAMES:
+                self._names.clear()
+            self._names[author_id] = name
+        return name
 
     def post(self, repo_id: str, num: int, text: str) -> None:
         self.api.comment_discussion(repo_id, num, text)
@@ -137,10 +163,21 @@ def _num(value: Any, spec: str) -> str:
 # -- delivery ----------------------------------------------------------------------------------
 class Notifier:
     """One thread posts every owed reply in order: ack first, result when the job is done.
-    `wake()` after recording a reply; otherwise it polls every `poll_s` seconds."""
+    `wake()` after recording a reply; otherwise it polls every `poll_s` seconds. A failed post
+    is retried after `retry_s`, doubling, and given up after `MAX_FAILURES`; a pass that cannot
+    read the queue or bot.db gives up nothing and is retried after `retry_s`, doubling up to
+    `MAX_WAIT_S`."""
 
-    def __init__(self, store: BotStore, queue: JobQueue, post: Poster, poll_s: float = 1.0) -> None:
-        self.store, self.queue, self.post, self.poll_s = store, queue, post, poll_s
+    def __init__(
+        self,
+        store: BotStore,
+        queue: JobQueue,
+        post: Poster,
+        poll_s: float = 1.0,
+        retry_s: float = 2.0,
+    ) -> None:
+        self.store, self.queue, self.post = store, queue, post
+        self.poll_s, self.retry_s = poll_s, retry_s
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -159,30 +196,32 @@ class Notifier:
         self._wake.set()
 
     def _loop(self) -> None:
+        wait = self.poll_s
         while not self._stop.is_set():
-            self._wake.wait(self.poll_s)
+            self._wake.wait(wait)
             self._wake.clear()
             try:
                 self.flush()
-            except Exception:
-                log.exception("delivering replies failed; retrying")
+                wait = self.poll_s
+            except Exception as err:
+                wait = min(MAX_WAIT_S, max(self.retry_s, 2 * wait))
+                if isinstance(err, OUTAGES):
+                    log.warning("replies wait %.0f s: %s", wait, " ".join(str(err).split()))
+                else:
+                    log.exception("delivering replies failed; retrying in %.0f s", wait)
 
     def flush(self) -> None:
-        """One pass over the owed replies."""
+        """One pass over the owed replies; raises (giving up nothing) when the queue or bot.db
+        cannot be read."""
         for reply in self.store.open_replies():
             if self._stop.is_set():
                 return
-            try:
-                self._advance(reply)
-            except Exception as err:
-                failures = self.store.failed(reply.id)
-                log.warning("reply %s to %s failed (%s): %s", reply.id, reply.target, failures, err)
-                if failures >= MAX_FAILURES:
-                    self.store.mark(reply.id, done=True)
+            self._advance(reply)
 
     def _advance(self, reply: Reply) -> None:
         if reply.ack and not reply.acked:
-            self.post(reply.target, reply.ack)
+            if not self._post(reply, reply.ack):
+                return
             self.store.mark(reply.id, acked=True)
         if reply.job_id is None:
             self.store.mark(reply.id, done=True)
@@ -192,6 +231,18 @@ class Notifier:
         except JobNotFound:
             self.store.mark(reply.id, done=True)
             return
-        if job.state in ("succeeded", "failed"):
-            self.post(reply.target, result_text(job))
+        if job.state in ("succeeded", "failed") and self._post(reply, result_text(job)):
             self.store.mark(reply.id, done=True)
+
+    def _post(self, reply: Reply, text: str) -> bool:
+        """Post `text`; a failure is counted against the reply (given up after MAX_FAILURES)."""
+        try:
+            self.post(reply.target, text)
+        except Exception as err:
+            failures = self.store.failed(reply.id, self.retry_s)
+            log.warning("reply %s to %s failed (%s): %s", reply.id, reply.target, failures, err)
+            if failures >= MAX_FAILURES:
+                log.error("reply %s given up after %s failures", reply.id, failures)
+                self.store.mark(reply.id, done=True)
+            return False
+        return True

@@ -1,5 +1,8 @@
-"""The bot's own small SQLite store (`<data dir>/bot.db`): comment ids already handled, rate
-counters, and the replies still owed (acks and final results) per job."""
+"""The bot's own small SQLite store (`<data dir>/bot.db`): comment ids already handled, the
+budgets spent (conversions, replies), and the replies still owed (acks and final results).
+
+Every SQLite failure (a corrupt or read-only file, a full disk) surfaces as a `StoreError` naming
+the file and the cause: `mobius bot` refuses to start with it, a delivery gets a 503."""
 
 from __future__ import annotations
 
@@ -12,10 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import redis
+
+from pipeline.store import StoreError, explained
+
+SCHEMA_VERSION = 2  # 2: `spent` (tagged, refundable) replaces `hits`
 SCHEMA = """
 create table if not exists seen (delivery text primary key, at real not null);
-create table if not exists hits (scope text not null, at real not null);
-create index if not exists hits_scope on hits (scope, at);
+drop table if exists hits;
+create table if not exists spent (scope text not null, at real not null, tag text not null);
+create index if not exists spent_scope on spent (scope, at);
 create table if not exists replies (
     id integer primary key, target text not null, job_id text, ack text,
     acked integer not null default 0, done integer not null default 0,
@@ -24,6 +33,11 @@ create table if not exists replies (
 );
 create index if not exists replies_open on replies (done);
 """
+
+
+# What "bot.db or the job queue is unavailable" looks like (not a bug: an outage or a broken
+# file, answered 503 and retried; the job queue's SQLite files are huey's and the job store's).
+OUTAGES = (StoreError, redis.RedisError, sqlite3.Error)
 
 
 @dataclass(frozen=True)
@@ -41,14 +55,25 @@ class Reply:
 class BotStore:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(self.path, timeout=30)) as db:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreError(f"{self.path} cannot be created: {err.strerror or err}") from err
+        with self._connect() as db:
             db.execute("pragma journal_mode=wal")
-            db.executescript(SCHEMA)
+            # ends with a write: a read-only file is refused at start, not at the first delivery
+            db.executescript(f"{SCHEMA}pragma user_version = {SCHEMA_VERSION};")
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        with explained(self.path):
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)  # see `_tx`
+            with closing(db):
+                yield db
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with closing(sqlite3.connect(self.path, timeout=30, isolation_level=None)) as db:
+        with self._connect() as db:
             db.execute("begin immediate")
             try:
                 yield db
@@ -64,19 +89,31 @@ class BotStore:
             return cur.rowcount == 1
 
     def release(self, delivery: str) -> None:
-        """Forget a claim whose handling failed before any effect, so a redelivery retries."""
+        """Forget a claim whose handling failed, and what it spent, so a redelivery retries."""
         with self._tx() as db:
             db.execute("delete from seen where delivery = ?", (delivery,))
+            db.execute("delete from spent where tag = ?", (delivery,))
 
-    def hit(self, scopes: list[str], window_s: float) -> dict[str, int]:
-        """Count one command against each scope; returns each scope's count in the window,
-        this one included."""
+    def spend(self, tag: str, limits: dict[str, int], window_s: float) -> str | None:
+        """Spend one unit of each scope's budget (`limits`: scope -> units per `window_s`) for
+        `tag`, all or nothing: returns the first scope whose budget is used up (then nothing
+        is spent), else None."""
         now = time.time()
         with self._tx() as db:
-            db.execute("delete from hits where at < ?", (now - window_s,))
-            db.executemany("insert into hits values (?, ?)", [(s, now) for s in scopes])
-            sql = "select count(*) from hits where scope = ?"
-            return {s: int(db.execute(sql, (s,)).fetchone()[0]) for s in scopes}
+            db.execute("delete from spent where at < ?", (now - window_s,))
+            sql = "select count(*) from spent where scope = ?"
+            for scope, limit in limits.items():
+                if int(db.execute(sql, (scope,)).fetchone()[0]) >= limit:
+                    return scope
+            rows = [(scope, now, tag) for scope in limits]
+            db.executemany("insert into spent values (?, ?, ?)", rows)
+            return None
+
+    def refund(self, tag: str, scopes: list[str]) -> None:
+        """Give back what `tag` spent on `scopes` (the work it paid for did not happen)."""
+        with self._tx() as db:
+            sql = "delete from spent where tag = ? and scope = ?"
+            db.executemany(sql, [(tag, scope) for scope in scopes])
 
     def owe(self, target: dict[str, Any], job_id: str | None, ack: str | None) -> int:
         with self._tx() as db:

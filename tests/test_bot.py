@@ -243,22 +243,101 @@ def test_redelivery_starts_one_job_and_acks_once(tmp_path: Path) -> None:
     assert "finished: https://hub.test/org/model/discussions/2" in posts[1][2]
 
 
-def test_help_status_allow_list_and_rate_limits(tmp_path: Path) -> None:
-    client, _, hub = _app(tmp_path, allow=("org",), user_rate=3)
+def test_help_status_and_allow_list(tmp_path: Path) -> None:
+    client, _, hub = _app(tmp_path, allow=("org",))
     with client:
         _hub(client, bench.hub_payload("org/model", f"@{BOT} help", comment_id="h"))
         _hub(client, bench.hub_payload("org/model", f"@{BOT} status", comment_id="s"))
         other = _hub(client, bench.hub_payload("else/model", f"@{BOT} convert", comment_id="o"))
         assert other.json()["reason"] == "namespace not on the allow-list"
-        _hub(client, bench.hub_payload("org/model", f"@{BOT} status", comment_id="s2"))
-        limited = [
-            _hub(client, bench.hub_payload("org/m", f"@{BOT} help", comment_id=f"r{i}"))
-            for i in range(3)
-        ]
-        assert [a.json()["status"] for a in limited] == ["rate-limited"] * 3
-        posts = [text for _, _, text in _settle(hub, 4)]
+        posts = [text for _, _, text in _settle(hub, 2)]
     assert "Usage:" in posts[0] and "No conversion jobs for `org/model`" in posts[1]
-    assert "Too many requests" in posts[3] and len(posts) == 4  # said once per window
+    assert len(posts) == 2  # the other namespace's comment was ignored, not answered
+
+
+def _mention(repo_id: str, text: str, comment_id: str, author: str = "u1") -> dict[str, Any]:
+    return bench.hub_payload(repo_id, f"@{BOT} {text}", comment_id=comment_id, author_id=author)
+
+
+def test_help_status_and_refused_commands_spend_no_conversion_budget(tmp_path: Path) -> None:
+    client, queue, hub = _app(tmp_path, user_rate=2, repo_rate=2)
+    noise = ["help", "status", "build it", "convert --to space", "convert --dtype fp16"]
+    with client:
+        for i in range(20):  # several people, far more comments than the conversion budgets
+            payload = _mention("org/model", noise[i % 5], f"n{i}", author=f"u{i % 3}")
+            assert _hub(client, payload).json()["status"] in ("replied", "refused")
+        answer = _hub(client, _mention("org/model", "convert", "c1", author="u1"))
+        assert answer.json()["status"] == "queued"
+        assert len(_settle(hub, 21)) == 21
+    assert len(queue.recent()) == 1
+
+
+def test_a_requesters_conversions_are_limited_and_told_once(tmp_path: Path) -> None:
+    client, queue, hub = _app(tmp_path, user_rate=2)
+    with client:
+        answers = [
+            _hub(client, _mention(f"org/model-{i}", "convert", f"c{i}")).json() for i in range(4)
+        ]
+        other = _hub(client, _mention("org/model-9", "convert", "c9", author="u2")).json()
+        posts = [text for _, _, text in _settle(hub, 4)]
+    assert [a["status"] for a in answers] == ["queued", "queued", "rate-limited", "rate-limited"]
+    assert answers[2]["scope"] == "user:hub:u1" and other["status"] == "queued"
+    assert len(queue.recent()) == 3
+    told = [text for text in posts if text.startswith("Too many")]
+    assert told == ["Too many conversions (your limit: 2 per 60 minutes); try again later."]
+
+
+def test_asking_again_for_a_queued_conversion_spends_no_budget(tmp_path: Path) -> None:
+    client, queue, hub = _app(tmp_path, user_rate=2)
+    with client:
+        answers = [
+            _hub(client, _mention("org/model", text, f"c{i}")).json()
+            for i, text in enumerate(["convert", "convert", "convert --dtype int4"])
+        ]
+        acks = [text for _, _, text in _settle(hub, 3)]
+    assert [a["status"] for a in answers] == ["queued"] * 3
+    assert answers[0]["job"] == answers[1]["job"] and "is already queued" in acks[1]
+    assert len(queue.recent()) == 2
+
+
+def test_a_repos_conversions_are_limited(tmp_path: Path) -> None:
+    client, queue, _ = _app(tmp_path, repo_rate=1)
+    with client:
+        first = _hub(client, _mention("org/model", "convert", "c1", author="u1")).json()
+        second = _hub(client, _mention("org/model", "convert --dtype int4", "c2", "u2")).json()
+    assert first["status"] == "queued" and second["scope"] == "repo:org/model"
+    assert len(queue.recent()) == 1
+
+
+def test_a_flood_of_commands_is_answered_up_to_the_reply_limit(tmp_path: Path) -> None:
+    client, _, hub = _app(tmp_path, reply_rate=3)
+    with client:
+        answers = [_hub(client, _mention("org/m", "help", f"h{i}")).json() for i in range(6)]
+        posts = [text for _, _, text in _settle(hub, 4)]
+    assert [a["status"] for a in answers] == ["replied"] * 3 + ["rate-limited"] * 3
+    assert len(posts) == 4 and posts[3].startswith("Too many commands (your limit: 3 per")
+
+
+@pytest.mark.parametrize(
+    ("flags", "problem"),
+    [
+        ("--dtype fp16", "unknown dtype 'fp16'; choose from f32, f16, bf16, int4"),
+        ("--ep cpu --dtype bf16", "execution provider 'cpu' does not run bf16 (it runs f32, f16"),
+    ],
+)
+def test_unsupported_variants_are_refused_before_queueing(
+    tmp_path: Path, flags: str, problem: str
+) -> None:
+    client, queue, hub = _app(tmp_path, user_rate=1)
+    with client:
+        answer = _hub(client, _mention("org/model", f"convert {flags}", "bad"))
+        assert answer.status_code == 202 and answer.json()["status"] == "refused"
+        assert _hub(client, _mention("org/model", "convert", "good")).json()["status"] == "queued"
+        refusal, ack = (text for _, _, text in _settle(hub, 2))
+    assert refusal.startswith("I cannot convert that: ") and problem in refusal
+    assert "is queued" in ack
+    [job] = queue.recent()
+    assert job.request.variants == ("cpu-f32",)
 
 
 def test_load_burst_one_job_per_comment(tmp_path: Path) -> None:
