@@ -180,6 +180,83 @@ def test_webhook_security(tmp_path: Path) -> None:
         assert len(queue.recent()) == 1
 
 
+DEEP = b"[" * 10_000 + b"]" * 10_000
+GOOD_GH = _gh_payload("octo/models", 1, "/convert org/model")
+GOOD_HUB = bench.hub_payload("org/model", f"@{BOT} convert", comment_id="c1")
+
+
+def _with(payload: dict[str, Any], path: str, value: Any) -> bytes:
+    """`payload` as JSON with the value at dotted `path` replaced by `value` (raw JSON bytes
+    when `value` is bytes)."""
+    marker = "@@replaced@@"
+    data = json.loads(json.dumps(payload))
+    *parents, last = path.split(".")
+    node = data
+    for key in parents:
+        node = node[key]
+    node[last] = marker if isinstance(value, bytes) else value
+    text = json.dumps(data).encode()
+    return text.replace(json.dumps(marker).encode(), value) if isinstance(value, bytes) else text
+
+
+MALFORMED_GH = {
+    "comment is a list": _with(GOOD_GH, "comment", [1, 2]),
+    "issue.number is a dict": _with(GOOD_GH, "issue.number", {"n": 1}),
+    "issue.number is a string": _with(GOOD_GH, "issue.number", "1"),
+    "user is a string": _with(GOOD_GH, "comment.user", "octo"),
+    "login is a number": _with(GOOD_GH, "comment.user.login", 7),
+    "body is a list": _with(GOOD_GH, "comment.body", ["/convert org/model"]),
+    "comment id is missing": _with(GOOD_GH, "comment.id", None),
+    "repository is no owner/name": _with(GOOD_GH, "repository.full_name", "../../x"),
+    "10k-deep arrays": DEEP,
+    "10k-deep arrays inside": _with(GOOD_GH, "comment.body", DEEP),
+    "a list": b"[]",
+    "not JSON": b"{",
+    "not UTF-8": b'{"action": "\xff\xfe"}',
+    "empty": b"",
+}
+MALFORMED_HUB = {
+    "comment is a list": _with(GOOD_HUB, "comment", [1, 2]),
+    "discussion.num is a dict": _with(GOOD_HUB, "discussion.num", {"n": 1}),
+    "repo is a string": _with(GOOD_HUB, "repo", "org/model"),
+    "author is a string": _with(GOOD_HUB, "comment.author", "u1"),
+    "10k-deep arrays": DEEP,
+    "10k-deep arrays inside": _with(GOOD_HUB, "comment.content", DEEP),
+    "a list": b"[]",
+    "not JSON": b"{",
+    "empty": b"",
+}
+
+
+@pytest.mark.parametrize("body", MALFORMED_GH.values(), ids=MALFORMED_GH.keys())
+def test_malformed_github_payloads_get_400(tmp_path: Path, body: bytes) -> None:
+    client, queue, _ = _app(tmp_path)
+    headers = {"X-GitHub-Event": "issue_comment", "X-Hub-Signature-256": _signed(body)}
+    with client:
+        answer = client.post("/webhooks/github", content=body, headers=headers)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"].startswith("not an issue_comment payload")
+    assert queue.recent() == []
+
+
+@pytest.mark.parametrize("body", MALFORMED_HUB.values(), ids=MALFORMED_HUB.keys())
+def test_malformed_hub_payloads_get_400(tmp_path: Path, body: bytes) -> None:
+    client, queue, _ = _app(tmp_path)
+    with client:
+        answer = client.post("/webhooks/hub", content=body, headers={"X-Webhook-Secret": SECRET})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"].startswith("not a Hub webhook payload")
+    assert queue.recent() == []
+
+
+def test_the_good_payloads_of_the_malformed_tables_are_accepted(tmp_path: Path) -> None:
+    client, queue, _ = _app(tmp_path)
+    with client:
+        assert _github(client, GOOD_GH).status_code == 202
+        assert _hub(client, GOOD_HUB).status_code == 202
+    assert len(queue.recent()) == 1
+
+
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
