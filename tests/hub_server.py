@@ -170,6 +170,15 @@ def _card_data(readme: bytes | None) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _config_summary(files: dict[str, bytes]) -> dict[str, Any]:
+    """The `config` field of model info: config.json's architectures and model_type."""
+    try:
+        config = json.loads(files.get("config.json", b"{}"))
+    except ValueError:
+        config = {}
+    return {k: config[k] for k in ("architectures", "model_type") if k in config}
+
+
 class FakeHub:
     """An in-memory Hub on 127.0.0.1. Any token in `tokens` unlocks every private and gated repo
     for reading; writes follow namespaces (see the module docstring)."""
@@ -188,6 +197,7 @@ class FakeHub:
         self.add_route(
             "GET", rf"/api/models/{REPO}(?:/revision/(?P<rev>[^/]+))?", self.api_model_info
         )
+        self.add_route("GET", r"/api/models", self.api_list_models)
         self.add_route(
             "GET", rf"/api/models/{REPO}/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?", self.api_tree
         )
@@ -378,10 +388,6 @@ class FakeHub:
                     lfs = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
                     sibling["lfs"] = lfs | {"pointerSize": len(lfs_pointer(data))}
             siblings.append(sibling)
-        try:
-            config = json.loads(commit.files.get("config.json", b"{}"))
-        except ValueError:
-            config = {}
         info = {
             "_id": hashlib.md5(repo.repo_id.encode()).hexdigest()[:24],
             "id": repo.repo_id,
@@ -396,13 +402,39 @@ class FakeHub:
             "downloads": 0,
             "likes": 0,
             "tags": [],
-            "config": {k: config[k] for k in ("architectures", "model_type") if k in config},
+            "config": _config_summary(commit.files),
             "cardData": _card_data(commit.files.get("README.md")),
             "siblings": siblings,
             "spaces": [],
             "usedStorage": sum(len(d) for d in commit.files.values()),
         }
         return Response.json(info)
+
+    def api_list_models(self, request: Request, match: re.Match[str]) -> Response:
+        """`list_models`: the repos the caller may read whose card tags hold every `filter` and
+        whose id contains `search`, at most `limit`; `expand` picks the fields returned
+        (`tags`, `config`, `siblings`; all of them when absent)."""
+        user = self.user(request)
+        wanted = set(request.query.get("filter", []))
+        search = request.query.get("search", [""])[0]
+        limit = int(request.query.get("limit", ["1000"])[0])
+        expand = request.query.get("expand", [])
+        items = []
+        for repo in list(self.repos.values()):
+            files = repo.files()
+            tags = (_card_data(files.get("README.md")) or {}).get("tags") or []
+            listed = wanted <= set(tags) and search in repo.repo_id
+            if not listed or not self.can_read(user, repo):
+                continue
+            fields = {
+                "tags": tags,
+                "config": _config_summary(files),
+                "siblings": [{"rfilename": path} for path in sorted(files)],
+            }
+            item = {"_id": hashlib.md5(repo.repo_id.encode()).hexdigest()[:24], "id": repo.repo_id}
+            item |= {k: v for k, v in fields.items() if not expand or k in expand}
+            items.append(item | {"private": repo.private})
+        return Response.json(items[:limit])
 
     def api_tree(self, request: Request, match: re.Match[str]) -> Response:
         repo = self.repo(request, match["repo"])

@@ -4,90 +4,43 @@ loopback Hub; driven by `gradio_client` and by Debian's Chromium through Playwri
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
-import socket
-import uuid
+import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no network
-os.environ.setdefault("GRADIO_TELEMETRY_ENABLED", "False")
-
 import gradio_client
+import pytest
 from playwright import sync_api
 
-from pipeline.jobs import JobQueue, Limits
 from space_app import app
-from space_app.app import create_app, explain_pairs
+from space_app.app import explain_pairs, report_rows
 from space_app.cli import register
-from tests.hub_server import Response
+from tests.space_server import running_space, seed
 
-TINY = Path(__file__).parents[1] / "examples" / "tiny-llama"
 BOT, BOT_TOKEN = "mobius-space-bot", "hf_mobiusSpaceBotToken0001"
+CAROL, CAROL_TOKEN = "carol", "hf_carolOAuthToken00000001"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking"]
 
 
 @pytest.fixture(scope="module")
 def space(fake_hub, tmp_path_factory) -> Iterator[str]:
-    """The app's URL: a JobQueue in a tmp dir with an in-process worker and the bot's token."""
+    """The app's URL: a JobQueue in a tmp dir with an in-process worker and the bot's token;
+    visitors who sign in are carol."""
     fake_hub.add_token(BOT_TOKEN, BOT)
-    with pytest.MonkeyPatch.context() as mp, _whoami_with_avatar(fake_hub):
-        mp.setenv("HF_TOKEN", BOT_TOKEN)
-        mp.setenv("MOBIUS_SPACE_USER", "alice")
-        mp.delenv("SPACE_ID", raising=False)
-        queue = JobQueue(tmp_path_factory.mktemp("jobs"), limits=Limits(rate=None))
-        demo = create_app(queue, login=True)
-        with queue.worker():
-            with socket.socket() as sock:
-                sock.bind(("127.0.0.1", 0))
-                port = sock.getsockname()[1]
-            _, url, _ = demo.launch(
-                server_name="127.0.0.1",
-                server_port=port,
-                prevent_thread_lock=True,
-                quiet=True,
-                share=False,
-            )
-            try:
-                yield url.rstrip("/")
-            finally:
-                demo.close()
-
-
-@contextmanager
-def _whoami_with_avatar(fake_hub) -> Iterator[None]:
-    """gradio's local (mocked) sign-in reads `avatarUrl` from whoami, which FakeHub omits."""
-
-    def whoami(request, match):
-        response = fake_hub.writes.whoami(request, match)
-        user = json.loads(response.body)
-        return Response.json({**user, "avatarUrl": f"{fake_hub.url}/avatars/{user['name']}.png"})
-
-    fake_hub.add_route("GET", r"/api/whoami-v2", whoami, first=True)
-    try:
-        yield
-    finally:
-        with fake_hub.lock:
-            fake_hub.routes.pop(0)
-
-
-def seed(fake_hub) -> str:
-    repo_id = f"org-{uuid.uuid4().hex[:8]}/tiny-llama"
-    fake_hub.add_repo(repo_id, {p.name: p.read_bytes() for p in TINY.iterdir()})
-    return repo_id
+    fake_hub.add_token(CAROL_TOKEN, CAROL)
+    data = tmp_path_factory.mktemp("jobs")
+    with running_space(data, service_token=BOT_TOKEN, user=CAROL, user_token=CAROL_TOKEN) as served:
+        yield served[0]
 
 
 def test_client_converts_to_a_pull_request(space, fake_hub):
     repo_id = seed(fake_hub)
     client = gradio_client.Client(space, verbose=False)
-    progress, log, link, reports, card, error = client.predict(
+    progress, log, link, reports, card, archive, error = client.predict(
         repo_id, ["cpu"], ["f32"], "Pull request on the source repo", False, api_name="/convert"
     )
     assert error == "", error
@@ -95,10 +48,14 @@ def test_client_converts_to_a_pull_request(space, fake_hub):
     [pr] = fake_hub.repos[repo_id].discussions
     assert url.endswith(f"{repo_id}/discussions/{pr.num}")
     assert reports["data"][0][:2] == ["onnx/cpu-f32", "passed"]
+    assert archive is None  # published: no download
     assert Path(card).read_text().strip()  # the card, fetched from the pull request
     assert "succeeded" in progress and log
+    assert re.fullmatch(r"\d+\.\d", reports["data"][0][6])  # tok/s, e.g. 250.3
+    shown = f"{log}\n{reports}\n{link}"
+    assert tempfile.gettempdir() not in shown and "mobius-job-" not in shown
     _, browse = client.predict("any", "cpu", "f32", api_name="/browse")
-    assert repo_id in browse and url in browse
+    assert f"| [pull request]({url}) |" in browse
     _, browse = client.predict("any", "cuda", "any", api_name="/browse")
     assert repo_id not in browse
 
@@ -142,7 +99,8 @@ def test_invalid_model_shows_a_readable_error(space, model_id):
 
 
 def test_unsupported_pairs_are_explained_and_refused(space):
-    assert explain_pairs(["cpu", "cuda"], ["f32", "bf16"]) == "⚠️ bf16 runs only on cuda: not on cpu"
+    explained = explain_pairs(["cpu", "cuda"], ["f32", "bf16"])
+    assert explained.startswith("⚠️ execution provider 'cpu' does not run bf16")
     client = gradio_client.Client(space, verbose=False)
     *_, error = client.predict(
         "org/model",
@@ -152,7 +110,7 @@ def test_unsupported_pairs_are_explained_and_refused(space):
         False,
         api_name="/convert",
     )
-    assert "bf16 runs only on cuda" in error
+    assert "bf16 is available for cuda" in error
 
 
 def test_mobius_space_command_parses(monkeypatch, tmp_path):
@@ -171,3 +129,12 @@ def test_mobius_space_command_parses(monkeypatch, tmp_path):
         tmp_path,
         {"worker": False},
     )
+
+
+def test_variants_are_listed_in_card_order_with_readable_rates():
+    rates = {"default-f32": 2503.0, "cpu-f16": 250.29999999, "dml-int4": None, "cpu-f32": 1e-3}
+    reports = {f"onnx/{v}": {"tokens_per_second": rate} for v, rate in rates.items()}
+    rows = report_rows({"reports": reports})
+    order = ["onnx/cpu-f32", "onnx/cpu-f16", "onnx/dml-int4", "onnx/default-f32"]  # not A-Z
+    assert [r[0] for r in rows] == order
+    assert [r[6] for r in rows] == ["0.0", "250.3", "", "2503.0"]
