@@ -57,8 +57,11 @@ ANONYMOUS = "anonymous"  # the requester of visitors who did not sign in on a Sp
 POLL_S = 0.5
 HUB_TIMEOUT_S = 5.0
 DOWNLOAD = "Download (zip)"
-TARGETS = {"Pull request on the source repo": "pr", "New repo in my namespace": "repo"}
-TARGETS[DOWNLOAD] = "none"
+TARGETS = {
+    "Pull request on the source repo": "pr",
+    "New repo in my namespace": "repo",
+    DOWNLOAD: "none",
+}
 CARD_DIR = Path(tempfile.gettempdir()) / "mobius-space-cards"
 PR_URL = re.compile(r"/(?P<repo>[^/]+/[^/]+)/discussions/(?P<num>\d+)$")
 HUB_ERRORS = (HfHubHTTPError, httpx2.TransportError, OfflineModeIsEnabled)
@@ -178,10 +181,6 @@ def space_request(
 ) -> ConversionRequest:
     """The request the form describes, or MobiusError with the reason it cannot be served."""
     publish = TARGETS.get(target, target)
-    if publish != "none" and service_token() is None:
-        raise MobiusError(
-            f"publishing is off on this service (it has no {TOKEN_ENV}): choose '{DOWNLOAD}'"
-        )
     return ConversionRequest(
         source=(model_id or "").strip(),
         eps=tuple(eps or ()),
@@ -306,8 +305,8 @@ def archive_file(job: Job, who: Visitor) -> tuple[str | None, str]:
         return None, ""
     if not Path(archive).is_file():
         return None, (
-            "⚠️ the archive was written on the worker's machine, which this app cannot read: "
-            "give the app and the workers one shared results folder (MOBIUS_RESULTS_DIR)"
+            "⚠️ the archive is not on this machine: results are kept for a week, on the "
+            "worker's machine (give the app and the workers one MOBIUS_RESULTS_DIR)"
         )
     return archive, ""
 
