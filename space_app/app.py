@@ -67,6 +67,10 @@ PR_URL = re.compile(r"/(?P<repo>[^/]+/[^/]+)/discussions/(?P<num>\d+)$")
 HUB_ERRORS = (HfHubHTTPError, httpx2.TransportError, OfflineModeIsEnabled)
 # Requesters of these origins are Hub user names (a GitHub login may name someone else).
 HUB_USER_ORIGINS = ("space", "hub-mention")
+OTHERS_PRIVATE_JOB = (
+    "this commit of '{source}' was converted before at another user's request; the results of "
+    "a private model are shown only to whoever asked for them"
+)
 
 
 # -- who is asking -----------------------------------------------------------------------------
@@ -322,6 +326,47 @@ def result_markdown(job: Job) -> str:
     return f"{what}: [{url}]({url}) ({result.get('outcome') or 'published'})"
 
 
+def submit_and_follow(
+    queue: JobQueue,
+    who: Visitor,
+    model_id: str,
+    eps: list[str],
+    dtypes: list[str],
+    target: str,
+    private: bool,
+) -> Iterator[tuple[Any, ...]]:
+    """The Convert button: submit the form's request as `who`, then yield (progress, log, result
+    link, reports, card, archive, error) until the job ends."""
+    empty = ("", "", "", [], None, None)
+    try:
+        request = space_request(model_id, eps, dtypes, target, private, who)
+        job = queue.get(queue.submit(request, read_as=who.token))
+    except (MobiusError, ValueError) as err:
+        yield (*empty, f"⚠️ {_line(err)}")
+        return
+    except Exception as err:  # the page shows a sentence, never a traceback
+        yield (*empty, f"⚠️ internal error ({type(err).__name__}): {_line(err)}")
+        return
+    if not may_see(job, who):  # the same commit, converted before for someone else
+        yield (*empty, f"⚠️ {OTHERS_PRIVATE_JOB.format(source=request.source)}")
+        return
+    while True:
+        log = "\n".join(job.log[-200:])
+        if job.state == "succeeded":
+            rows = report_rows(job.result)
+            archive, problem = archive_file(job, who)
+            card = card_file(job, who)
+            yield progress_html(job), log, result_markdown(job), rows, card, archive, problem
+            return
+        if job.state == "failed":
+            failed = f"⚠️ the conversion failed: {job.error}"
+            yield progress_html(job), log, "", report_rows(job.result), None, None, failed
+            return
+        yield progress_html(job), log, "", [], None, None, ""
+        time.sleep(POLL_S)
+        job = queue.get(job.id)
+
+
 def create_app(queue: JobQueue, *, login: bool | None = None) -> gr.Blocks:
     """The app around `queue`. `login`: show "Sign in with Hugging Face" (default: on a Space;
     off one, gradio's mocked login needs a local HF token)."""
@@ -340,32 +385,8 @@ def create_app(queue: JobQueue, *, login: bool | None = None) -> gr.Blocks:
     ) -> Iterator[tuple[Any, ...]]:
         """Submit a conversion, then stream (progress, log, result link, reports, card, archive,
         error)."""
-        who = visitor_of(profile, oauth)
-        empty = ("", "", "", [], None, None)
-        try:
-            request = space_request(model_id, eps, dtypes, target, private, who)
-            job = queue.get(queue.submit(request, read_as=who.token))
-        except (MobiusError, ValueError) as err:
-            yield (*empty, f"⚠️ {_line(err)}")
-            return
-        except Exception as err:  # the page shows a sentence, never a traceback
-            yield (*empty, f"⚠️ internal error ({type(err).__name__}): {_line(err)}")
-            return
-        while True:
-            log = "\n".join(job.log[-200:])
-            if job.state == "succeeded":
-                rows = report_rows(job.result)
-                archive, problem = archive_file(job, who)
-                card = card_file(job, who)
-                yield progress_html(job), log, result_markdown(job), rows, card, archive, problem
-                return
-            if job.state == "failed":
-                failed = f"⚠️ the conversion failed: {job.error}"
-                yield progress_html(job), log, "", report_rows(job.result), None, None, failed
-                return
-            yield progress_html(job), log, "", [], None, None, ""
-            time.sleep(POLL_S)
-            job = queue.get(job.id)
+        form = (model_id, eps, dtypes, target, private)
+        yield from submit_and_follow(queue, visitor_of(profile, oauth), *form)
 
     with gr.Blocks(title="mobius: ONNX conversions") as demo:
         gr.Markdown("# mobius\nConvert a Hugging Face model to validated ONNX packages.")

@@ -20,20 +20,23 @@ from converter.errors import MobiusError
 from pipeline.admission import Checkpoint
 from pipeline.jobs import ConversionRequest, Job, JobQueue, Limits
 from space_app.app import (
+    DOWNLOAD,
     Visitor,
     archive_file,
     browse_rows,
     card_file,
     check_model,
+    create_app,
     repo_namespace,
     status_markdown,
 )
-from tests.space_server import running_space, seed, session_headers
+from tests.space_server import running_space, seed, serving, session_headers, signing_in_as
 
 BOT, BOT_TOKEN = "mobius-trust-bot", "hf_mobiusTrustBotToken0001"
 DAVE, DAVE_TOKEN = "dave", "hf_daveOAuthToken000000001"
 ALICE, ALICE_TOKEN = "alice-t", "hf_aliceTrustToken00000001"
 BOB, BOB_TOKEN = "bob-t", "hf_bobTrustToken0000000001"
+FRANK, FRANK_TOKEN = "frank", "hf_frankOAuthToken00000001"
 PR, NEW_REPO = "Pull request on the source repo", "New repo in my namespace"
 SHA = "0" * 40
 
@@ -80,6 +83,23 @@ def test_signed_in_reader_gets_a_private_repo_converted_and_only_they_browse_it(
         "any", "any", "any", api_name="/browse"
     )
     assert repo_id in mine and repo_id not in theirs
+
+
+def test_another_reader_asking_for_the_same_private_conversion_sees_none_of_it(space, fake_hub):
+    url, queue = space
+    fake_hub.add_token(FRANK_TOKEN, FRANK)
+    repo_id = seed(fake_hub, private=True, readers=(DAVE, FRANK, BOT))
+    dave = gradio_client.Client(url, verbose=False, headers=session_headers(url))
+    *_, archive, error = convert(dave, repo_id, DOWNLOAD)
+    assert error == "" and Path(archive).is_file()
+    with signing_in_as(FRANK, FRANK_TOKEN), serving(create_app(queue, login=True)) as other:
+        frank = gradio_client.Client(other, verbose=False, headers=session_headers(other))
+        _, log, link, _, card, archive, error = convert(frank, repo_id, DOWNLOAD)
+    assert error == (
+        f"⚠️ this commit of '{repo_id}' was converted before at another user's request; the "
+        "results of a private model are shown only to whoever asked for them"
+    )
+    assert (log, link, card, archive) == ("", "", None, None)
 
 
 # -- private results: browse, status, card, archive --------------------------------------------
