@@ -2,9 +2,13 @@
 on a loopback port, with a fake runner and a recording reply client; nothing leaves the machine.
 
 Reports every delivery's answer, p50/p99 answer ("ack") latency, jobs per distinct comment, and
-the time until every ack and result reply was posted. See docs/bot.md.
+the time until every ack and result reply was posted. With `--slow N`: N unauthenticated clients
+trickle a GitHub delivery's body one byte a second while one real delivery is sent; reports the
+memory they hold, when the read deadline cut them off, and the real delivery's answer. See
+docs/bot.md.
 
     python bench/webhooks.py [-n 1000] [--duplicates 0.1] [--concurrency 32] [--json]
+    python bench/webhooks.py --slow 100 [--json]
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import contextlib
 import http.client
 import json
 import random
+import selectors
 import socket
 import sys
 import tempfile
@@ -32,7 +37,7 @@ import uvicorn  # noqa: E402
 
 from bot import server as bot_server  # noqa: E402
 from bot.app import Settings, create_app  # noqa: E402
-from bot.replies import HubReplies  # noqa: E402
+from bot.replies import GitHubReplies, HubReplies  # noqa: E402
 from pipeline.admission import Checkpoint, ReadAs  # noqa: E402
 from pipeline.jobs import ConversionRequest, JobQueue, Limits, Reporter  # noqa: E402
 
@@ -205,24 +210,122 @@ def burst(
     }
 
 
+SLOW_HEAD = (
+    b"POST /webhooks/github HTTP/1.1\r\nHost: bot\r\nContent-Type: application/json\r\n"
+    b"X-GitHub-Event: issue_comment\r\nX-Hub-Signature-256: sha256=0\r\n"
+    b"Content-Length: 100000\r\n\r\n"
+)
+
+
+def slow_bodies(
+    n: int = 100,
+    read_timeout_s: float = 10.0,
+    interval_s: float = 1.0,
+    data_dir: Path | None = None,
+) -> dict[str, Any]:
+    """`n` clients send a GitHub delivery's headers, then its body one byte per `interval_s`,
+    until the bot cuts them off; meanwhile one Hub delivery is sent. Memory is this process's
+    resident set (the client sockets add nothing to it: their buffers are the kernel's)."""
+    with contextlib.ExitStack() as stack:
+        folder = data_dir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        queue = JobQueue(folder / "jobs", runner=fake_runner, probe=fake_probe)
+        settings = Settings(
+            hub_secret=SECRET,
+            github_secret="bench-github-secret",
+            handle=HANDLE,
+            read_timeout_s=read_timeout_s,
+            store_path=folder / "bot.db",
+        )
+        github = GitHubReplies("ghp_bench", "http://127.0.0.1:9")
+        port = stack.enter_context(serve(create_app(queue, RecordingHub(), github, settings)))
+        before = _rss_mb()
+        selector = stack.enter_context(selectors.DefaultSelector())
+        started = time.monotonic()
+        for _ in range(n):
+            client = socket.create_connection(("127.0.0.1", port))
+            client.sendall(SLOW_HEAD)
+            client.setblocking(False)
+            selector.register(client, selectors.EVENT_READ, bytearray())
+        delivery = stack.enter_context(ThreadPoolExecutor(1)).submit(_one_delivery, port)
+        peak, answers, last_byte = before, Counter[str](), 0.0
+        deadline = started + 3 * read_timeout_s + 10
+        while selector.get_map() and time.monotonic() < deadline:
+            if time.monotonic() - last_byte >= interval_s:
+                last_byte = time.monotonic()
+                for key in list(selector.get_map().values()):
+                    with contextlib.suppress(OSError):
+                        key.fileobj.send(b"x")  # type: ignore[union-attr]
+                peak = max(peak, _rss_mb())
+            for key, _ in selector.select(timeout=0.05):
+                try:
+                    data = key.fileobj.recv(4096)  # type: ignore[union-attr]
+                except OSError:
+                    data = b""
+                key.data.extend(data)
+                if not data:  # closed by the bot
+                    status = bytes(key.data[9:12]).decode() or "closed without an answer"
+                    answers[status] += 1
+                    selector.unregister(key.fileobj)
+                    key.fileobj.close()  # type: ignore[union-attr]
+        cut_off_s = time.monotonic() - started
+        status, delivery_s = delivery.result()
+    return {
+        "slow_connections": n,
+        "read_timeout_s": read_timeout_s,
+        "rss_before_mb": before,
+        "rss_peak_mb": peak,
+        "kb_per_connection": 1024 * (peak - before) / n,
+        "slow_answers": dict(answers),
+        "still_open": n - sum(answers.values()),
+        "all_cut_off_after_s": cut_off_s,
+        "delivery_status": status,
+        "delivery_ms": 1000 * delivery_s,
+    }
+
+
+def _one_delivery(port: int) -> tuple[int, float]:
+    payload = hub_payload("org/model", f"@{HANDLE} convert", comment_id="c-real")
+    headers = {"X-Webhook-Secret": SECRET, "Content-Type": "application/json"}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    start = time.perf_counter()
+    conn.request("POST", "/webhooks/hub", json.dumps(payload).encode(), headers)
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    return response.status, time.perf_counter() - start
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=1000, help="deliveries (default 1000)")
     parser.add_argument("--duplicates", type=float, default=0.1, help="redelivered share")
     parser.add_argument("--concurrency", type=int, default=32, help="senders at once")
+    parser.add_argument("--slow", type=int, metavar="N", help="N slow clients instead")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
-    result = burst(args.n, args.duplicates, args.concurrency)
+    if args.slow:
+        result = slow_bodies(args.slow)
+        # past the connection limit uvicorn answers 503 at once: then so may the delivery
+        ok = result["still_open"] == 0 and set(result["slow_answers"]) <= {"408", "503"}
+        ok = ok and (result["delivery_status"] == 202 or args.slow >= bot_server.LIMIT_CONCURRENCY)
+    else:
+        result = burst(args.n, args.duplicates, args.concurrency)
+        ok = (
+            result["statuses"].get(202, 0) == result["distinct"]
+            and result["jobs"] == result["repos_with_one_job"] == result["distinct"]
+            and result["replies"] == result["expected_replies"]
+        )
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         for key, value in result.items():
-            print(f"{key:20} {value:.1f}" if isinstance(value, float) else f"{key:20} {value}")
-    ok = (
-        result["statuses"].get(202, 0) == result["distinct"]
-        and result["jobs"] == result["repos_with_one_job"] == result["distinct"]
-        and result["replies"] == result["expected_replies"]
-    )
+            print(f"{key:22} {value:.1f}" if isinstance(value, float) else f"{key:22} {value}")
     return 0 if ok else 1
 
 

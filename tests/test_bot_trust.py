@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 from huggingface_hub import CommitOperationAdd, HfApi
 
-from bot.app import Settings, create_app
+from bot.app import Settings, create_app, github_users
 from bot.replies import GitHubReplies, HubReplies
 from pipeline.jobs import JobQueue, Limits, jobs_command
 from tests.github_server import FakeGitHub
@@ -112,6 +112,14 @@ def mention(hub: FakeHub, token: str, repo_id: str, text: str, *, private: bool)
         private=private,
         endpoint=hub.url,
     )
+
+
+def test_github_users_map_logins_to_hub_namespaces() -> None:
+    mapping = github_users(" OctoCat=alice, hubot=acme ,octocat=acme-labs,")
+    assert mapping == {"octocat": {"alice", "acme-labs"}, "hubot": {"acme"}}
+    for bad in ("octocat", "octocat=", "=alice"):
+        with pytest.raises(ValueError, match=f"MOBIUS_GITHUB_USERS: '{bad}' is not"):
+            github_users(f"hubot=acme,{bad}")
 
 
 # -- private repos --------------------------------------------------------------------------
