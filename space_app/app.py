@@ -217,6 +217,20 @@ def repo_namespace(who: Visitor) -> str:
     return namespace
 
 
+def check_gate(source: str, who: Visitor) -> None:
+    """A gated model is converted only for a visitor who may download it (accepted its terms):
+    the queue's admission checks that the visitor can see the repo, which a gate does not hide.
+    Every other failure is left to the admission, which words it."""
+    try:
+        HfApi(token=who.token).auth_check(source)
+    except GatedRepoError as err:
+        raise MobiusError(
+            f"'{source}' is gated: sign in and accept its terms on the Hub to convert it"
+        ) from err
+    except (*HUB_ERRORS, ValueError):
+        return
+
+
 def progress_html(job: Job) -> str:
     """A small table: one progress bar per variant, then the job's state and stage."""
     percent: dict[str, float] = {}
@@ -340,6 +354,7 @@ def submit_and_follow(
     empty = ("", "", "", [], None, None)
     try:
         request = space_request(model_id, eps, dtypes, target, private, who)
+        check_gate(request.source, who)
         job = queue.get(queue.submit(request, read_as=who.token))
     except (MobiusError, ValueError) as err:
         yield (*empty, f"⚠️ {_line(err)}")

@@ -198,6 +198,7 @@ class FakeHub:
             "GET", rf"/api/models/{REPO}(?:/revision/(?P<rev>[^/]+))?", self.api_model_info
         )
         self.add_route("GET", r"/api/models", self.api_list_models)
+        self.add_route("GET", rf"/api/models/{REPO}/auth-check", self.api_auth_check)
         self.add_route(
             "GET", rf"/api/models/{REPO}/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?", self.api_tree
         )
@@ -409,6 +410,12 @@ class FakeHub:
             "usedStorage": sum(len(d) for d in commit.files.values()),
         }
         return Response.json(info)
+
+    def api_auth_check(self, request: Request, match: re.Match[str]) -> Response:
+        """`auth_check`: 200 if the caller may download the repo's files, else the error a
+        download gets (RepoNotFound, GatedRepo)."""
+        self.repo(request, match["repo"], content=True)
+        return Response.json({})
 
     def api_list_models(self, request: Request, match: re.Match[str]) -> Response:
         """`list_models`: the repos the caller may read whose card tags hold every `filter` and

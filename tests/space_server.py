@@ -93,9 +93,9 @@ def session_headers(url: str) -> dict[str, str]:
     return {"Cookie": f"session={cookie}"}
 
 
-def seed(fake_hub, *, private: bool = False, readers: tuple[str, ...] = ()) -> str:
-    """A fresh repo holding the tiny Llama (private: readable by `readers` only); its id."""
+def seed(fake_hub, **access) -> str:
+    """A fresh repo holding the tiny Llama; `access`: `add_repo`'s private, gated, readers."""
     repo_id = f"org-{uuid.uuid4().hex[:8]}/tiny-llama"
     files = {p.name: p.read_bytes() for p in TINY_LLAMA.iterdir()}
-    fake_hub.add_repo(repo_id, files, private=private, readers=readers)
+    fake_hub.add_repo(repo_id, files, **access)
     return repo_id

@@ -67,6 +67,17 @@ def test_anonymous_visitor_is_refused_a_private_repo_and_nothing_is_queued(space
     assert check_model(repo_id).startswith(f"❌ `{repo_id}` was not found")
 
 
+def test_anonymous_visitor_is_refused_a_gated_repo_and_nothing_is_queued(space, fake_hub):
+    url, queue = space
+    repo_id = seed(fake_hub, gated=True)
+    before = len(queue.recent(1000))
+    *_, error = convert(gradio_client.Client(url, verbose=False), repo_id)
+    assert error == (
+        f"⚠️ '{repo_id}' is gated: sign in and accept its terms on the Hub to convert it"
+    )
+    assert len(queue.recent(1000)) == before
+
+
 def test_signed_in_reader_gets_a_private_repo_converted_and_only_they_browse_it(space, fake_hub):
     url, queue = space
     repo_id = seed(fake_hub, private=True, readers=(DAVE, BOT))
