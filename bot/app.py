@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import logging
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -26,7 +27,15 @@ from huggingface_hub import WebhookPayload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from bot.commands import Command, CommandError, check_repo_id, parse_github, parse_mention, usage
+from bot.commands import (
+    NAME,
+    Command,
+    CommandError,
+    check_repo_id,
+    parse_github,
+    parse_mention,
+    usage,
+)
 from bot.replies import (
     GitHubReplies,
     HubReplies,
@@ -97,7 +106,7 @@ def github_users(text: str) -> dict[str, frozenset[str]]:
     mapping: dict[str, set[str]] = {}
     for item in filter(None, (i.strip() for i in text.split(","))):
         login, _, namespace = (part.strip() for part in item.partition("="))
-        if not login or not namespace:
+        if not login or not re.fullmatch(NAME, namespace):
             raise ValueError(f"MOBIUS_GITHUB_USERS: '{item}' is not `github-login=hub-namespace`")
         mapping.setdefault(login.lower(), set()).add(namespace)
     return {login: frozenset(names) for login, names in mapping.items()}

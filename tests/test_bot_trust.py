@@ -117,7 +117,7 @@ def mention(hub: FakeHub, token: str, repo_id: str, text: str, *, private: bool)
 def test_github_users_map_logins_to_hub_namespaces() -> None:
     mapping = github_users(" OctoCat=alice, hubot=acme ,octocat=acme-labs,")
     assert mapping == {"octocat": {"alice", "acme-labs"}, "hubot": {"acme"}}
-    for bad in ("octocat", "octocat=", "=alice"):
+    for bad in ("octocat", "octocat=", "=alice", "octocat=a/b"):
         with pytest.raises(ValueError, match=f"MOBIUS_GITHUB_USERS: '{bad}' is not"):
             github_users(f"hubot=acme,{bad}")
 
