@@ -85,7 +85,10 @@ def run(args: argparse.Namespace) -> int:
         worker = contextlib.nullcontext() if args.no_worker else queue.worker()
         with worker:
             uvicorn.Server(config).run()
-    except (MobiusError, ValueError, redis.RedisError) as err:
+    except (MobiusError, ValueError) as err:
         print(f"mobius bot: {err}", file=sys.stderr)
+        return 2
+    except redis.RedisError as err:
+        print(f"mobius bot: the job queue (Redis) cannot be used: {err}", file=sys.stderr)
         return 2
     return 0

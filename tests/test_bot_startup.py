@@ -92,6 +92,20 @@ def test_the_bot_refuses_to_start_with_a_read_only_bot_db(tmp_path: Path) -> Non
     ]
 
 
+def test_the_bot_refuses_to_start_when_its_redis_queue_is_down(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]  # nothing listens there once the socket is closed
+    status, err = refusal(
+        tmp_path, HF_TOKEN=BOT_TOKEN, MOBIUS_REDIS_URL=f"redis://127.0.0.1:{closed}/0"
+    )
+    assert status == 2
+    assert err.splitlines() == [
+        f"mobius bot: the job queue (Redis) cannot be used: Error 111 connecting to "
+        f"127.0.0.1:{closed}. Connection refused."
+    ]
+
+
 def test_the_bot_serves_no_api_docs(tmp_path: Path) -> None:
     client, _, _ = _app(tmp_path)
     with client:
