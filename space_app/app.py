@@ -133,7 +133,7 @@ def check_model(model_id: str, token: str | bool = False) -> str:
     except HFValidationError:
         return f"❌ `{model_id}` is not a Hub model id (namespace/name)"
     except GatedRepoError:
-        return f"🔒 `{model_id}` is gated: accept its terms on the Hub first"
+        return f"🔒 `{model_id}` is gated: sign in and accept its terms on the Hub first"
     except RepositoryNotFoundError:
         return f"❌ `{model_id}` was not found on the Hub (or it is private)"
     except (*HUB_ERRORS, OSError) as err:

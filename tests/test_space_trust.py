@@ -76,6 +76,9 @@ def test_anonymous_visitor_is_refused_a_gated_repo_and_nothing_is_queued(space, 
         f"⚠️ '{repo_id}' is gated: sign in and accept its terms on the Hub to convert it"
     )
     assert len(queue.recent(1000)) == before
+    assert check_model(repo_id) == (
+        f"🔒 `{repo_id}` is gated: sign in and accept its terms on the Hub first"
+    )
 
 
 def test_signed_in_reader_gets_a_private_repo_converted_and_only_they_browse_it(space, fake_hub):
