@@ -17,7 +17,7 @@ from converter.tasks import TASKS
 from converter.weights import Checkpoint, bind
 
 FLOAT_TYPES = {"f32": ir.DataType.FLOAT, "f16": ir.DataType.FLOAT16, "bf16": ir.DataType.BFLOAT16}
-_MAX_CONFIG_BYTES = 4 * 1024 * 1024
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
 def build(
@@ -59,8 +59,8 @@ def build(
 def read_config(path) -> dict:
     if not path.is_file():
         raise ConfigError(f"{path} is missing")
-    if path.stat().st_size > _MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path} is larger than {_MAX_CONFIG_BYTES} bytes")
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes")
     try:
         raw = json.loads(path.read_text())
     except (ValueError, RecursionError) as err:  # RecursionError: absurdly deep nesting

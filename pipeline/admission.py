@@ -1,7 +1,9 @@
 """What a request must pass before it is queued, and what the queue learns from the Hub then.
 
 - The requester may read the source: the Hub is asked *as the requester* (`read_as`), so a
-  private repo the requester cannot see is "not found", exactly as on the Hub.
+  private repo the requester cannot see is "not found", exactly as on the Hub. An export that
+  goes to the requester (a repo, a download) of a gated source also needs them to pass its gate;
+  a pull request on the gated repo stays behind the gate and needs nothing more.
 - From the front doors (Space, bot) only reviewed revisions are converted: a branch, a tag, or a
   full commit sha that is in a branch's history. `refs/pr/*` (an unmerged pull request, which
   anyone may open) is refused. The CLI builds any revision; its card names the exact ref.
@@ -65,10 +67,15 @@ def probe_checkpoint(request: ConversionRequest, read_as: ReadAs = False) -> Che
         if revision is not None and request.origin != "cli":
             check_reviewed(api, source, revision)
         info = api.model_info(source, revision=revision, files_metadata=True)
+        if info.gated and request.publish != "pr":
+            api.auth_check(source)  # the export goes to the requester: they must pass the gate
     except RevisionNotFoundError as err:
         raise JobRefused(f"revision '{revision}' not found in model repo '{source}'") from err
     except GatedRepoError as err:  # before RepositoryNotFoundError, its base class
-        raise JobRefused(f"'{source}' is gated: accept its terms on the Hub first") from err
+        raise JobRefused(
+            f"'{source}' is gated: its export goes to you, so sign in and accept its terms on "
+            "the Hub first (a pull request on the model itself stays behind its gate)"
+        ) from err
     except RepositoryNotFoundError as err:
         raise JobRefused(_not_found(source, read_as)) from err
     except (HfHubHTTPError, httpx2.TransportError, OfflineModeIsEnabled) as err:

@@ -183,6 +183,8 @@ def run(request: ConversionRequest, reporter: Reporter) -> dict[str, Any]:
     if result.failed:
         raise MobiusError(result.message)
     answer = {k: v for k, v in result.as_dict().items() if k not in ("output", "card")}
+    for report in answer["reports"].values():
+        report.pop("package", None)  # a folder in the attempt's workdir, gone by now
     if request.publish == "none":
         results = Path(reporter.results)  # type: ignore[attr-defined]
         results.mkdir(parents=True, exist_ok=True)

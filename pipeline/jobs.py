@@ -244,6 +244,7 @@ class JobQueue:
         _check_source(request)
         checkpoint = self.probe(request, read_as)
         if checkpoint.private and request.publish == "repo":
+            _check_readable_export(request)
             request = replace(request, private=True)  # a private source's export stays private
         cap = self.limits.max_checkpoint_bytes
         if cap is not None and checkpoint.size > cap:
@@ -251,12 +252,12 @@ class JobQueue:
                 f"'{request.source}' has {human_size(checkpoint.size)} to download; this service "
                 f"converts checkpoints up to {human_size(cap)}"
             )
-        key = request.key(checkpoint.revision)
+        key = request.key(checkpoint.revision, private=checkpoint.private)
         now = time.time()
         with self.store.tx() as tx:
             record = tx.latest(key)
             old = Job.from_dict(record) if record else None
-            if old and (old.state in ACTIVE or (old.state == "succeeded" and old.revision)):
+            if old and (old.state in ACTIVE or self._still_answers(old)):
                 return old.id
             self._check_rate(tx, request.requester, now)
             job = Job(
@@ -271,6 +272,13 @@ class JobQueue:
             with self._queue_errors():
                 self._enqueue(job.id)  # inside the transaction: if it fails, no job is recorded
         return job.id
+
+    def _still_answers(self, job: Job) -> bool:
+        """A finished job answers a repeat of its request while what it made is still there:
+        published (at a pinned commit), or, for a download, its files in `results_dir`."""
+        if job.state != "succeeded" or not job.revision:
+            return False
+        return job.request.publish != "none" or (self.results_dir / job.id).is_dir()
 
     def _queue_errors(self) -> AbstractContextManager[None]:
         """The message queue's own SQLite file names itself in errors (Redis raises its own)."""
@@ -565,6 +573,17 @@ def _check_source(request: ConversionRequest) -> None:
     except HFValidationError as err:
         what = "a local folder or a" if request.origin == "cli" else "a"
         raise JobRefused(f"'{request.source}' is not {what} Hub model id (namespace/name)") from err
+
+
+def _check_readable_export(request: ConversionRequest) -> None:
+    """A private export in the service's own namespace would be readable by the service only:
+    the bot's requesters (who name no namespace) get a pull request on the source instead."""
+    if request.namespace is None and request.origin in ("hub-mention", "github"):
+        raise JobRefused(
+            f"'{request.source}' is private, so its export would be a private repo of this "
+            "bot's that you could not read: ask for a pull request on the model instead "
+            "(`--to pr`), which only the model's members see"
+        )
 
 
 def _paragraph(err: BaseException) -> str:

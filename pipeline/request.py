@@ -74,14 +74,16 @@ class ConversionRequest:
         names = {f"{ep}-{dtype}" for ep in self.eps for dtype in self.dtypes}
         return tuple(sorted(names, key=variant_order))
 
-    def key(self, revision: str | None = None) -> str:
+    def key(self, revision: str | None = None, *, private: bool = False) -> str:
         """Identity for dedupe: source, revision (`revision`, the resolved sha, wins over the
-        requested one), sorted variants and publish target."""
+        requested one), sorted variants and publish target; for a `private` source also the
+        requester, so nobody is answered with another requester's private job."""
         target = (
             f"repo:{self.namespace or self.requester}" if self.publish == "repo" else self.publish
         )
         rev = revision or self.revision or "default"
-        return f"{self.source}@{rev} [{','.join(self.variants)}] -> {target}"
+        key = f"{self.source}@{rev} [{','.join(self.variants)}] -> {target}"
+        return f"{key} for {self.requester}" if private else key
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "eps": list(self.eps), "dtypes": list(self.dtypes)}

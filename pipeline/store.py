@@ -89,6 +89,7 @@ class SqliteStore:
             try:
                 conn.execute("pragma journal_mode=wal")
                 conn.executescript(SCHEMA)
+                conn.execute("pragma user_version = 1")  # a write: a read-only file fails now
             finally:
                 conn.close()
 

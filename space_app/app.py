@@ -40,8 +40,7 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import validate_repo_id
 
 import model_cards
-from converter.build import _MAX_CONFIG_BYTES as MAX_CONFIG_BYTES
-from converter.build import read_config
+from converter.build import MAX_CONFIG_BYTES, read_config
 from converter.config import model_type_of
 from converter.errors import MobiusError
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
@@ -217,20 +216,6 @@ def repo_namespace(who: Visitor) -> str:
     return namespace
 
 
-def check_gate(source: str, who: Visitor) -> None:
-    """A gated model is converted only for a visitor who may download it (accepted its terms):
-    the queue's admission checks that the visitor can see the repo, which a gate does not hide.
-    Every other failure is left to the admission, which words it."""
-    try:
-        HfApi(token=who.token).auth_check(source)
-    except GatedRepoError as err:
-        raise MobiusError(
-            f"'{source}' is gated: sign in and accept its terms on the Hub to convert it"
-        ) from err
-    except (*HUB_ERRORS, ValueError):
-        return
-
-
 def progress_html(job: Job) -> str:
     """A small table: one progress bar per variant, then the job's state and stage."""
     percent: dict[str, float] = {}
@@ -354,7 +339,6 @@ def submit_and_follow(
     empty = ("", "", "", [], None, None)
     try:
         request = space_request(model_id, eps, dtypes, target, private, who)
-        check_gate(request.source, who)
         job = queue.get(queue.submit(request, read_as=who.token))
     except (MobiusError, ValueError) as err:
         yield (*empty, f"⚠️ {_line(err)}")
@@ -362,7 +346,7 @@ def submit_and_follow(
     except Exception as err:  # the page shows a sentence, never a traceback
         yield (*empty, f"⚠️ internal error ({type(err).__name__}): {_line(err)}")
         return
-    if not may_see(job, who):  # the same commit, converted before for someone else
+    if not may_see(job, who):  # never expected: private jobs are keyed by their requester
         yield (*empty, f"⚠️ {OTHERS_PRIVATE_JOB.format(source=request.source)}")
         return
     while True:

@@ -142,27 +142,46 @@ def test_github_users_without_a_mapping_to_its_namespace_cannot_convert_a_privat
     assert fake_hub.repos[source].pull_requests() == []
 
 
-def test_a_mapped_github_user_converts_a_private_model_into_a_private_export(
+def test_a_mapped_github_user_converts_a_private_model_as_a_pull_request(
     door_factory: Any, fake_hub: FakeHub
 ) -> None:
     owner, _ = member(fake_hub, "alice")
     source = private_model(fake_hub, owner)
+    door = door_factory(runner="pipeline.convert:run", github_users={"octocat": frozenset({owner})})
+    with door.client, door.queue.worker():
+        refused = _github(door.client, gh_comment(f"/convert {source} --to repo", "OctoCat", 1))
+        assert refused.json()["status"] == "refused"  # a repo of the bot's: nobody could read it
+        answer = _github(door.client, gh_comment(f"/convert {source}", "OctoCat", 2))
+        assert answer.status_code == 202, answer.text
+        job = wait_for(door.queue, answer.json()["job"], timeout=120)
+        assert job.state == "succeeded", job.error
+        refusal, ack, result = door.github_replies(3)
+    assert "its export would be a private repo of this bot's" in refusal and "--to pr" in refusal
+    assert job.private and job.request.requester == "gh:OctoCat"
+    assert not [r for r in fake_hub.repos if r.startswith(f"{BOT}/")]
+    [pr] = fake_hub.repos[source].pull_requests()  # inside the private repo: members only
+    assert f"`{job.id}` is queued" in ack and f"{source}/discussions/{pr.num}" in result
+
+
+def test_the_reply_says_why_an_export_repo_has_another_name(
+    door_factory: Any, fake_hub: FakeHub
+) -> None:
+    owner, token = member(fake_hub, "alice")
+    source = f"{owner}/tiny-{uuid.uuid4().hex[:6]}"
+    fake_hub.add_repo(source, FILES)
     name = source.split("/")[1]
     # the natural export name already holds another source's export
     taken = {"onnx/cpu-f32/mobius.json": json.dumps({"source": {"repo_id": f"x/{name}"}}).encode()}
     fake_hub.add_repo(f"{BOT}/{name}-ONNX", taken)
-    door = door_factory(runner="pipeline.convert:run", github_users={"octocat": frozenset({owner})})
+    door = door_factory(runner="pipeline.convert:run")
     with door.client, door.queue.worker():
-        comment = gh_comment(f"/convert {source} --to repo", "OctoCat", 1)
-        answer = _github(door.client, comment)
-        assert answer.status_code == 202, answer.text
+        payload = mention(fake_hub, token, source, f"@{BOT} convert --to repo", private=False)
+        answer = _hub(door.client, payload)
         job = wait_for(door.queue, answer.json()["job"], timeout=120)
         assert job.state == "succeeded", job.error
-        ack, result = door.github_replies(2)
+        _, result = door.hub_replies(source, payload["discussion"]["num"], 2)
     export = f"{BOT}/{owner}-{name}-ONNX"
-    assert job.private and job.request.requester == "gh:OctoCat"
-    assert fake_hub.repos[export].private and fake_hub.repos[f"{BOT}/{name}-ONNX"].files() == taken
-    assert f"`{job.id}` is queued" in ack
+    assert fake_hub.repos[f"{BOT}/{name}-ONNX"].files() == taken
     assert f"{fake_hub.url}/{export}" in result
     assert f"`{BOT}/{name}-ONNX` already holds the export of `x/{name}`" in result
     assert f"so this export is published as `{export}`" in result

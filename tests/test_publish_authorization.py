@@ -3,6 +3,7 @@ doors, end to end against the loopback Hub (users, orgs, private repos, pull req
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from pathlib import Path
 
@@ -238,3 +239,58 @@ def test_unsupported_variants_are_refused_with_the_supported_values(
 ) -> None:
     with pytest.raises(BadRequest, match=error):
         request("org/model", eps=eps, dtypes=dtypes)
+
+
+def test_an_export_that_goes_to_the_requester_needs_the_gate_passed(
+    fake_hub: FakeHub, tmp_path: Path
+) -> None:
+    """A download or a repo of a gated model hands its weights to the requester; a pull request
+    on the gated repo stays behind the gate."""
+    gated = f"acme-{uuid.uuid4().hex[:6]}/gated-llama"
+    fake_hub.add_repo(gated, FILES, gated=True)
+    _, token = user(fake_hub, "accepted")  # the loopback Hub: any signed-in user passes gates
+    queue = JobQueue(tmp_path / "jobs", limits=Limits(rate=None))
+    for publish in ("none", "repo"):
+        req = request(gated, origin="space", requester="anonymous", publish=publish)
+        with pytest.raises(JobRefused, match=f"'{gated}' is gated: its export goes to you"):
+            queue.submit(req, read_as=False)
+    assert queue.recent() == []
+    assert queue.submit(request(gated, origin="space", publish="pr"), read_as=False)
+    assert queue.submit(request(gated, origin="space", publish="none"), read_as=token)
+
+
+def test_a_private_conversion_is_never_answered_with_another_requesters_job(
+    fake_hub: FakeHub, tmp_path: Path
+) -> None:
+    owner, owner_token = user(fake_hub, "owner")
+    source = f"{owner}/secret-llama"
+    fake_hub.add_repo(source, FILES, private=True)
+    colleague, colleague_token = user(fake_hub, "colleague")
+    fake_hub.repos[source].readers.add(colleague)
+    queue = JobQueue(tmp_path / "jobs", limits=Limits(rate=None))
+    mine = queue.submit(request(source, origin="space", requester=owner), read_as=owner_token)
+    again = queue.submit(request(source, origin="space", requester=owner), read_as=owner_token)
+    theirs = queue.submit(
+        request(source, origin="space", requester=colleague), read_as=colleague_token
+    )
+    assert mine == again and theirs != mine
+    public = f"{owner}/open-llama"
+    fake_hub.add_repo(public, FILES)
+    first = queue.submit(request(public, origin="space", requester=owner))
+    assert queue.submit(request(public, origin="space", requester=colleague)) == first
+
+
+def test_a_download_is_answered_again_only_while_its_files_are_kept(
+    fake_hub: FakeHub, tmp_path: Path
+) -> None:
+    source = f"acme-{uuid.uuid4().hex[:6]}/tiny-llama"
+    fake_hub.add_repo(source, FILES)
+    queue = JobQueue(tmp_path / "jobs", runner="pipeline.convert:run", limits=Limits(rate=None))
+    req = request(source, origin="space")
+    with queue.worker():
+        first = wait_for(queue, queue.submit(req), timeout=120)
+        assert first.state == "succeeded", first.error
+        assert all("package" not in r for r in first.result["reports"].values())  # no paths
+        assert queue.submit(req) == first.id
+        shutil.rmtree(queue.results_dir / first.id)  # swept after a week
+        assert queue.submit(req) != first.id
