@@ -368,3 +368,36 @@ def test_source_from_model_info():
     source = SourceInfo.from_model_info(Info(), model_type="llama")
     assert (source.repo_id, source.revision, source.model_type) == ("acme/tiny-chat", SHA, "llama")
     assert front_matter(source, VARIANTS)["license"] == "mit"
+
+
+def test_card_of_packages_kept_on_disk_is_full_minus_hub_fields():
+    """A local-folder conversion (or one not published) gets the whole card: the variants table
+    with its figures and the usage snippets, without Hub links, base_model or PR wording."""
+    local = SourceInfo.local("/home/me/models/tiny-chat", model_type="llama")
+    card = render(local, VARIANTS, mode="local", command="mobius convert ./tiny-chat --ep cpu")
+    _check_golden("card_local.md", card)
+    assert card_path("local") == "onnx/README.md"
+    front = yaml.safe_load(_front_matter_text(card))
+    assert "base_model" not in front and "license" not in front
+    assert front["tags"][:4] == ["onnx", "onnxruntime", "onnxruntime-genai", "mobius"]
+    assert "# tiny-chat for ONNX Runtime" in card and "/home/me" not in card
+    assert "| [`onnx/cpu-f32`](cpu-f32/) | cpu | f32 |" in card and "3.05e-06" in card
+    assert "huggingface.co" not in card and "snapshot_download" not in card
+    assert "pull request" not in card
+    assert 'path = "onnx/cpu-f32"' in card and "og.Generator(model, params)" in card
+    hub_unpublished = render(SOURCE, VARIANTS, mode="local", command=COMMAND)
+    assert "pull request" not in hub_unpublished and "base_model: acme/tiny-chat" in hub_unpublished
+
+
+def test_card_names_a_ref_that_is_not_a_branch_and_the_reason_for_a_repo_name():
+    pr_ref = SourceInfo("acme/tiny-chat", SHA, "llama", ref="refs/pr/7")
+    note = "`me/tiny-chat-ONNX` already holds the export of `else/tiny-chat`"
+    card = render(
+        pr_ref, VARIANTS, mode="repo", command=COMMAND, repo_id="me/acme-tiny-chat-ONNX", note=note
+    )
+    assert f"from `refs/pr/7` at [`{SHA}`]" in card
+    assert "**Not a reviewed revision:**" in card and f"> {note}" in card
+    assert pr_title(pr_ref, VARIANTS).endswith("converted by mobius from refs/pr/7")
+    assert "Not a reviewed revision" in pr_description(pr_ref, VARIANTS)
+    tagged = SourceInfo("acme/tiny-chat", SHA, "llama", ref="v1.0")
+    assert "Not a reviewed revision" not in render(tagged, VARIANTS, mode="pr", command=COMMAND)

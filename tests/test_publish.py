@@ -443,7 +443,10 @@ def test_convert_local_folder_without_publishing(
     )
     for ep, dtype in VARIANTS:
         assert (tmp_path / f"onnx/{ep}-{dtype}/model.onnx").is_file()
-    assert (tmp_path / "onnx/README.md").is_file()
+    card = (tmp_path / "onnx/README.md").read_text()  # the full card, minus the Hub's fields
+    assert "| [`onnx/cpu-f32`](cpu-f32/) | cpu | f32 |" in card and "| passed |" in card
+    assert "og.Generator(model, params)" in card and 'path = "onnx/cpu-f32"' in card
+    assert "pull request" not in card and "base_model" not in card
     out = capsys.readouterr().out
     assert "cpu-f32: passed (max abs diff" in out and "cpu-int4: passed (max abs diff" in out
 
