@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import json
 
-import onnx_ir as ir
-
-from converter.config import ArchitectureConfig, check_generation_config, model_type_of
+from converter.config import ConfigReader, check_generation_config, model_type_of, text_config
+from converter.dtypes import FLOAT_TYPES
 from converter.errors import ConfigError
 from converter.execution_providers import execution_provider
-from converter.lowering import Int4, lower
+from converter.lowering import Int4, LoweringReport, Plan, lower
 from converter.package import ModelPackage
 from converter.registry import family_for
 from converter.source import resolve_source
 from converter.tasks import TASKS
 from converter.weights import Checkpoint, bind
 
-FLOAT_TYPES = {"f32": ir.DataType.FLOAT, "f16": ir.DataType.FLOAT16, "bf16": ir.DataType.BFLOAT16}
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
@@ -42,18 +40,22 @@ def build(
     quantization = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
     source = resolve_source(model, revision=revision, token=token, progress=progress)
     raw = read_config(source.path / "config.json")
-    family = family_for(model_type_of(raw))
-    cfg = ArchitectureConfig.from_hf(raw)
-    check_generation_config(source.path, cfg)
+    model_type = model_type_of(raw)
+    family = family_for(model_type)
+    cfg = family.rules.read(ConfigReader(text_config(raw), model_type))
+    check_generation_config(source.path, cfg.vocab_size)
     checkpoint = Checkpoint(source.path)
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
     module = family.model_class(cfg, float_type, provider)
     task = TASKS[family.task]
-    graph = task.build_graph(module, cfg, float_type)
+    components = task.components(module, cfg, float_type)
     unused = (*family.unused, r"lm_head\.weight") if cfg.tie_word_embeddings else family.unused
-    bind(module.parameters(), checkpoint, unused=unused, prefix=family.prefix)
-    report = lower(graph, module, cfg, provider, float_type, quantization)
-    return ModelPackage(graph, cfg, family, task, source, ep, dtype, report)
+    parameters = {id(p): p for c in components for p in c.module.parameters()}
+    bind(parameters.values(), checkpoint, unused=unused, prefix=family.prefix)
+    report = LoweringReport()
+    for component in components:
+        report.merge(lower(component, Plan(provider, quantization), float_type))
+    return ModelPackage(components, cfg, family, task, source, ep, dtype, report)
 
 
 def read_config(path) -> dict:

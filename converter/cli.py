@@ -15,7 +15,7 @@ from pathlib import Path
 from converter.build import build
 from converter.errors import MobiusError
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
-from converter.registry import FAMILIES
+from converter.registry import families
 
 Registrar = Callable[[argparse._SubParsersAction], None]
 
@@ -117,7 +117,7 @@ def _list_models(args: argparse.Namespace) -> int:
             "notes": family.notes,
             "examples": list(family.examples),
         }
-        for model_type, family in sorted(FAMILIES.items())
+        for model_type, family in sorted(families().items())
     ]
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -32,6 +32,8 @@ SIDE_FILES = (
     "preprocessor_config.json",
     "processor_config.json",
 )
+# What a package carries from the source: everything besides the config and the index.
+RUNTIME_FILES = tuple(name for name in SIDE_FILES if name not in (CONFIG, INDEX))
 # Gemma 3's tokenizer.json, the largest of these seen on the Hub, is about 33 MB.
 MAX_SIDE_FILE_BYTES = 64 * 1024 * 1024
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt")

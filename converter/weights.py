@@ -22,6 +22,7 @@ import ml_dtypes
 import numpy as np
 import onnx_ir as ir
 
+from converter.dtypes import NUMPY_OF
 from converter.errors import WeightsError
 
 INDEX_FILE = "model.safetensors.index.json"
@@ -50,11 +51,6 @@ _DTYPES: dict[str, np.dtype] = {
     "BOOL": np.dtype(np.bool_),
 }
 _FLOATS = {"F64", "F32", "F16", "BF16"}
-_NUMPY_OF = {
-    ir.DataType.FLOAT: np.dtype(np.float32),
-    ir.DataType.FLOAT16: np.dtype(np.float16),
-    ir.DataType.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
-}
 
 # Buffers some checkpoints carry that no graph needs, for every family.
 ALWAYS_UNUSED = (r".*\.rotary_emb\.inv_freq",)
@@ -308,7 +304,7 @@ class SourceTensor(ir.LazyTensor):
 
     def __init__(self, source, dtype: ir.DataType, shape, name: str):
         self.source = source
-        target = _NUMPY_OF[dtype]
+        target = NUMPY_OF[dtype]
 
         def load() -> ir.Tensor:
             array = source()

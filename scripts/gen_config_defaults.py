@@ -55,12 +55,12 @@ def family_defaults(model_type: str) -> dict[str, Any]:
 def render() -> str:
     import transformers
 
-    from converter.registry import FAMILIES
+    from converter.registry import families
 
     data = {
         "transformers": transformers.__version__,
         "generator": "scripts/gen_config_defaults.py",
-        "families": {name: family_defaults(name) for name in sorted(FAMILIES)},
+        "families": {name: family_defaults(name) for name in sorted(families())},
     }
     return json.dumps(data, indent=1) + "\n"
 

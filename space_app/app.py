@@ -44,7 +44,7 @@ from converter.build import MAX_CONFIG_BYTES, read_config
 from converter.config import model_type_of
 from converter.errors import MobiusError
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
-from converter.registry import FAMILIES
+from converter.registry import families
 from model_cards import variant_order
 from pipeline.convert import TOKEN_ENV
 from pipeline.jobs import ConversionRequest, Job, JobQueue
@@ -141,7 +141,7 @@ def check_model(model_id: str, token: str | bool = False) -> str:
         return f"❌ `{model_id}`: {_line(err)}"
     size = sum(s.size or 0 for s in info.siblings or [] if s.rfilename.endswith(".safetensors"))
     weights = model_cards.human_size(size) if size else "no safetensors weights"
-    if model_type not in FAMILIES:
+    if model_type not in families():
         return f"❌ `{model_id}`: architecture `{model_type}` is not supported ({weights})"
     return f"✅ `{model_id}`: `{model_type}`, {weights}"
 

@@ -26,7 +26,7 @@ from converter.errors import (
     UnsupportedModelError,
     WeightsError,
 )
-from converter.registry import FAMILIES
+from converter.registry import families
 from tests.checkpoints import (
     TINY_LLAMA,
     copy_tiny_llama,
@@ -99,14 +99,14 @@ def test_generation_config_token_outside_the_vocabulary(tiny: Path, key: str, va
         rf"generation_config\.json: '{key}' = \d+ is outside the vocabulary \(vocab_size 512\)"
     )
     with pytest.raises(ConfigError, match=message):
-        check_generation_config(tiny, cfg)
+        check_generation_config(tiny, cfg.vocab_size)
     with pytest.raises(ConfigError, match=message):
         convert(tiny)  # build checks it before anything is built
 
 
 def test_generation_config_inside_the_vocabulary_passes(tiny: Path) -> None:
     cfg = ArchitectureConfig.from_hf(json.loads((tiny / "config.json").read_text()))
-    check_generation_config(tiny, cfg)  # eos [1, 5], pad 1, bos 0
+    check_generation_config(tiny, cfg.vocab_size)  # eos [1, 5], pad 1, bos 0
 
 
 def test_config_not_utf8(tiny: Path) -> None:
@@ -618,7 +618,7 @@ def test_cli_list_models_names_all_twelve(capsys: pytest.CaptureFixture[str]) ->
     assert code == 0
     assert err == ""
     listed = [line.split()[0] for line in out.splitlines()]
-    assert sorted(listed) == sorted(FAMILIES)
+    assert sorted(listed) == sorted(families())
     assert len(listed) == 12
 
 
@@ -627,11 +627,11 @@ def test_failed_save_leaves_no_package_files(
 ) -> None:
     package = build(str(TINY_LLAMA), progress=False)
 
-    def write_then_fail(self: object, path: Path, progress: bool) -> None:
+    def write_then_fail(model: object, path: Path, progress: bool) -> None:
         path.write_bytes(b"half a model")
         raise OSError("disk full")
 
-    monkeypatch.setattr(type(package), "_write_model", write_then_fail)
+    monkeypatch.setattr("converter.package.package._write_model", write_then_fail)
     output = tmp_path / "out"
     with pytest.raises(MobiusError, match=r"writing the package to .* failed \(disk full\)"):
         package.save(output, progress=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from converter.registry import FAMILIES
+from converter.registry import families
 from mobius.cli import main
 
 TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
@@ -30,19 +30,19 @@ def test_build_json_is_all_of_stdout(tmp_path, capsys):
 
 def test_weight_bar_shows_its_total_from_the_start(tmp_path, capsys):
     assert main(["build", "--model", str(TINY_LLAMA), "--output", str(tmp_path / "a")]) == 0
-    bars = [s for s in re.split(r"[\r\n]", capsys.readouterr().err) if "writing weights" in s]
+    bars = [s for s in re.split(r"[\r\n]", capsys.readouterr().err) if "writing model.onnx" in s]
     assert bars, "no weight bar"
-    assert all(re.match(r"writing weights:\s+\d+%\|.*\| \d+/16 ", bar) for bar in bars), bars
+    assert all(re.match(r"writing model.onnx:\s+\d+%\|.*\| \d+/16 ", bar) for bar in bars), bars
     assert "16/16" in bars[-1]
     argv = ["build", "--model", str(TINY_LLAMA), "--output", str(tmp_path / "b"), "--no-progress"]
     assert main(argv) == 0
-    assert "writing weights" not in capsys.readouterr().err
+    assert "writing model.onnx" not in capsys.readouterr().err
 
 
 def test_list_models_json(capsys):
     assert main(["list", "models", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [row["model_type"] for row in rows] == sorted(FAMILIES)
+    assert [row["model_type"] for row in rows] == sorted(families())
     llama = next(row for row in rows if row["model_type"] == "llama")
     assert llama["task"] == "text-generation" and llama["genai_type"] == "llama"
     assert "HuggingFaceTB/SmolLM2-135M" in llama["examples"]

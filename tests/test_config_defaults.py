@@ -21,11 +21,10 @@ import torch
 import transformers
 from huggingface_hub.errors import StrictDataclassClassValidationError
 
-import converter.config as config_module
 from converter import build
-from converter.config import ArchitectureConfig, config_defaults
+from converter.config import ArchitectureConfig, ConfigReader, config_defaults
 from converter.errors import ConfigError, MobiusError
-from converter.runtime import OnnxDecoder
+from converter.validate.runtime import OnnxDecoder
 from converter.weights import Checkpoint
 from tests.checkpoints import edit_config
 from tests.parity.families import CASES
@@ -80,17 +79,17 @@ def _saved_config(family: str) -> dict:
 def _read_keys(config: dict) -> set[str]:
     """The config.json keys the converter reads from `config`."""
     asked: set[str] = set()
-    original = config_module._Reader.__init__
+    original = ConfigReader.__init__
 
     def recording_init(reader, raw, model_type):
         original(reader, raw, model_type)
         reader.raw = _Recording(reader.raw, asked)
 
-    config_module._Reader.__init__ = recording_init
+    ConfigReader.__init__ = recording_init
     try:
         ArchitectureConfig.from_hf(config)
     finally:
-        config_module._Reader.__init__ = original
+        ConfigReader.__init__ = original
     return asked
 
 

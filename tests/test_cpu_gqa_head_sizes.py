@@ -16,8 +16,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from converter import build
-from converter.runtime import OnnxDecoder
-from tests.parity.reference import generate_steps, make_checkpoint
+from converter.validate.reference import TransformersReference
+from converter.validate.runtime import OnnxDecoder
+from tests.parity.reference import make_checkpoint
 
 ROOT = Path(__file__).parents[1]
 HEADS, KV_HEADS, SEQUENCE = 4, 2, 5
@@ -129,7 +130,7 @@ def test_measured_cell_holds(head_size, dtype, rotary, cell):
 
 def _parity(folder: Path, reference) -> float:
     mask = np.ones_like(PROMPT)
-    expected = generate_steps(reference, PROMPT, mask, STEPS)
+    expected = TransformersReference(reference).run(PROMPT, mask, STEPS)
     actual = OnnxDecoder(folder).run(PROMPT, mask, STEPS)
     return max(float(np.abs(e - a).max()) for e, a in zip(expected, actual, strict=True))
 

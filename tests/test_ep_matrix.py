@@ -17,9 +17,10 @@ import pytest
 
 from converter import build
 from converter.kernels import structural_report
-from converter.runtime import OnnxDecoder
+from converter.validate.reference import TransformersReference
+from converter.validate.runtime import OnnxDecoder
 from tests.parity.families import CASES
-from tests.parity.reference import generate_steps, make_checkpoint
+from tests.parity.reference import make_checkpoint
 from tests.quantized_reference import dequantized_copy
 
 FAMILIES = sorted(c for c in CASES if "-" not in c)
@@ -40,8 +41,8 @@ def family(request, tmp_path_factory):
     model = make_checkpoint(request.param, folder / "hf")
     mask = np.ones_like(PROMPT)
     references = {
-        "f16": generate_steps(model, PROMPT, mask, STEPS),
-        "int4": generate_steps(dequantized_copy(model), PROMPT, mask, STEPS),
+        "f16": TransformersReference(model).run(PROMPT, mask, STEPS),
+        "int4": TransformersReference(dequantized_copy(model)).run(PROMPT, mask, STEPS),
     }
     return folder, model.config, references
 
@@ -114,7 +115,7 @@ def test_gpu_variants_are_checked_structurally_not_executed(family, ep):
 def test_int4_lm_head_and_embedding_are_exact_up_to_rounding(case, tmp_path):
     model = make_checkpoint(case, tmp_path / "hf")
     mask = np.ones_like(PROMPT)
-    expected = generate_steps(dequantized_copy(model, tables=True), PROMPT, mask, STEPS)
+    expected = TransformersReference(dequantized_copy(model, tables=True)).run(PROMPT, mask, STEPS)
     package = build(str(tmp_path / "hf"), ep="cpu", dtype="int4", int4_lm_head=True, progress=False)
     assert package.lowering.fusions["int4_embeddings"] == 1
     package.save(tmp_path / "onnx", progress=False)

@@ -14,7 +14,7 @@ from converter import build
 from converter.errors import MobiusError
 from converter.execution_providers import EXECUTION_PROVIDERS, execution_provider
 from converter.lowering import LoweringError
-from converter.runtime import OnnxDecoder
+from converter.validate.runtime import OnnxDecoder
 from tests.parity.reference import make_checkpoint
 
 TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
@@ -52,7 +52,7 @@ def test_cpu_gets_gqa_when_head_size_allows():
 
 def test_a_missing_fusion_fails_the_build(monkeypatch):
     monkeypatch.setattr(lowering, "fuse_skip_norms", lambda model: 0)
-    with pytest.raises(LoweringError, match="expected 4 skip_norms, found 0"):
+    with pytest.raises(LoweringError, match="expected 4 skip_norms in the decoder, found 0"):
         build(str(TINY_LLAMA), ep="cpu", dtype="f32", progress=False)
 
 

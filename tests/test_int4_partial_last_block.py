@@ -18,8 +18,9 @@ import pytest
 
 from converter import build
 from converter.execution_providers import EXECUTION_PROVIDERS
-from converter.runtime import OnnxDecoder
-from tests.parity.reference import generate_steps, make_checkpoint
+from converter.validate.reference import TransformersReference
+from converter.validate.runtime import OnnxDecoder
+from tests.parity.reference import make_checkpoint
 from tests.quantized_reference import dequantized_copy
 
 BLOCK = 64
@@ -78,12 +79,8 @@ def test_partial_last_block_is_exact(model, ep, lm_head, kernels, symmetric):
     assert kernels <= {n.op_type for n in package.model.graph}
     out = folder / f"{ep}-{symmetric}"
     package.save(out, progress=False)
-    expected = generate_steps(
-        dequantized_copy(reference, BLOCK, symmetric, tables=lm_head),
-        PROMPT,
-        np.ones_like(PROMPT),
-        STEPS,
-    )
+    dequantized = dequantized_copy(reference, BLOCK, symmetric, tables=lm_head)
+    expected = TransformersReference(dequantized).run(PROMPT, np.ones_like(PROMPT), STEPS)
     diffs = [float(np.abs(e - a).max()) for e, a in zip(expected, _run_unfused(out), strict=True)]
     print(f"{ep} symmetric={symmetric}: max abs diff per call {diffs}")
     assert max(diffs) <= TOLERANCE

@@ -1,4 +1,4 @@
-"""converter.rope against transformers' own rotary embeddings, plus ConfigError checks."""
+"""converter.config.rope against transformers' own rotary embeddings, plus ConfigError checks."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding
 
+from converter.config.rope import Rope, parse_local_rope, parse_rope
 from converter.errors import ConfigError
-from converter.rope import Rope, parse_local_rope, parse_rope
 
 RTOL = 1e-6
 HEAD_DIM = 32
@@ -271,9 +271,15 @@ CASES = [
 ]
 
 
+def _parse(raw: dict) -> Rope:
+    """As the family reads it: Phi-3's rules read an old "yarn" type as longrope."""
+    yarn_is_longrope = raw.get("model_type") == "phi3"
+    return parse_rope(copy.deepcopy(raw), head_dim=HEAD_DIM, yarn_is_longrope=yarn_is_longrope)
+
+
 @pytest.mark.parametrize("raw", [c[1] for c in CASES], ids=[c[0] for c in CASES])
 def test_matches_transformers(raw: dict) -> None:
-    rope = parse_rope(copy.deepcopy(raw), head_dim=HEAD_DIM)
+    rope = _parse(raw)
     module = _hf_module(raw)
     _close(rope.inv_freq(), module.inv_freq)
     assert rope.inv_freq().shape == (rope.dim // 2,)
@@ -294,7 +300,7 @@ DYNAMIC = [c for c in CASES if c[0].startswith("dynamic")]
 @pytest.mark.parametrize("raw", [c[1] for c in DYNAMIC], ids=[c[0] for c in DYNAMIC])
 @pytest.mark.parametrize("seq_len", [7, 4095, 4096, 4097, 6000, 12288])
 def test_dynamic_ntk_matches_forward(raw: dict, seq_len: int) -> None:
-    rope = parse_rope(copy.deepcopy(raw), head_dim=HEAD_DIM)
+    rope = _parse(raw)
     assert rope.kind == "dynamic"
     _close(rope.dynamic_inv_freq(seq_len), _hf_after_forward(raw, seq_len).inv_freq)
 
@@ -319,7 +325,7 @@ LONGROPE = [c for c in CASES if c[0].startswith("longrope")]
 
 @pytest.mark.parametrize("raw", [c[1] for c in LONGROPE], ids=[c[0] for c in LONGROPE])
 def test_longrope_switches_after_original_max(raw: dict) -> None:
-    rope = parse_rope(copy.deepcopy(raw), head_dim=HEAD_DIM)
+    rope = _parse(raw)
     assert rope.kind == "longrope"
     orig = rope.original_max_position_embeddings
     assert orig is not None

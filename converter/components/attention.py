@@ -17,7 +17,7 @@ from converter.components.linear import Linear, PackedLinear
 from converter.components.masks import attention_masks
 from converter.components.norms import make_norm
 from converter.components.rotary import rotary_cos_sin
-from converter.rope import Rope
+from converter.config.rope import Rope
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,8 @@ class Rotary:
 class StandardAttention:
     """opset-23 RotaryEmbedding + Attention over one additive mask per window size."""
 
-    def __init__(self, op, dtype, input_ids, attention_mask, position_ids, windows):
-        self.masks = attention_masks(op, attention_mask, input_ids, windows, dtype)
+    def __init__(self, op, dtype, tokens, attention_mask, position_ids, windows):
+        self.masks = attention_masks(op, attention_mask, tokens, windows, dtype)
         self.rotate = Rotary(dtype, position_ids)
 
     def __call__(self, op, q, k, v, past_key, past_value, spec: AttentionSpec):

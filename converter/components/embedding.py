@@ -12,6 +12,8 @@ class Embedding(nn.Module):
         self.weight = nn.Parameter([num_embeddings, dim], dtype)
         self.scale = scale
 
-    def forward(self, op, ids):
-        x = op.Gather(self.weight, ids, axis=0)
+    def forward(self, op, tokens, embedded: bool = False):
+        """Rows for token ids, or (`embedded`) embeddings given as they are; both scaled, as
+        transformers scales `inputs_embeds` too."""
+        x = tokens if embedded else op.Gather(self.weight, tokens, axis=0)
         return x if self.scale == 1.0 else op.Mul(x, self.scale)

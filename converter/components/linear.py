@@ -7,12 +7,25 @@ from onnxscript import nn
 
 
 class Linear(nn.Module):
-    """torch.nn.Linear: `weight` is [out, in]; a save-time pass stores it pre-transposed."""
+    """torch.nn.Linear: `weight` is [out, in]; a save-time pass stores it pre-transposed.
+    A `head` (the LM head) becomes int4 only when asked (`--int4-lm-head`)."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool, dtype: ir.DataType):
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool,
+        dtype: ir.DataType,
+        head: bool = False,
+    ):
         super().__init__()
         self.weight = nn.Parameter([out_features, in_features], dtype)
         self.bias = nn.Parameter([out_features], dtype) if bias else None
+        self.head = head
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        quantized = plan.int4 is not None and (not self.head or plan.int4.lm_head)
+        return {"int4_matmuls": int(quantized)}
 
     def forward(self, op, x):
         y = op.MatMul(x, op.Transpose(self.weight, perm=[1, 0]))
@@ -26,6 +39,9 @@ class Conv1D(nn.Module):
         super().__init__()
         self.weight = nn.Parameter([in_features, out_features], dtype)
         self.bias = nn.Parameter([out_features], dtype)
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        return {"int4_matmuls": int(plan.int4 is not None)}
 
     def forward(self, op, x):
         return op.Add(op.MatMul(x, self.weight), self.bias)
@@ -58,6 +74,13 @@ class PackedLinear(nn.Module):
         )
         for i, param in enumerate(self.weights + self.biases):
             setattr(self, f"p{i}", param)
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        matmuls = 1 if self.packed else len(self.weights)
+        return {
+            "packed_tensors": (2 if self.biases else 1) if self.packed else 0,
+            "int4_matmuls": matmuls if plan.int4 is not None else 0,
+        }
 
     def forward(self, op, x):
         if not self.packed:

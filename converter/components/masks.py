@@ -16,10 +16,11 @@ _MASKED = {
 }
 
 
-def attention_masks(op, attention_mask, input_ids, windows, dtype: ir.DataType) -> dict:
-    """{window: mask [batch, 1, sequence, total_sequence]} for each window (None = full)."""
+def attention_masks(op, attention_mask, tokens, windows, dtype: ir.DataType) -> dict:
+    """{window: mask [batch, 1, sequence, total_sequence]} for each window (None = full);
+    `tokens` (ids or embeddings, sequence on axis 1) gives the new sequence length."""
     total = op.Shape(attention_mask, start=1, end=2)
-    seq = op.Shape(input_ids, start=1, end=2)
+    seq = op.Shape(tokens, start=1, end=2)
     past = op.Sub(total, seq)
     keys = op.Range(0, op.Squeeze(total), 1)  # [T]
     queries = op.Unsqueeze(op.Range(op.Squeeze(past), op.Squeeze(total), 1), [1])  # [S, 1]

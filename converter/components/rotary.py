@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from converter.rope import Rope
+from converter.config.rope import Rope
 
 
 def _const(op, array: np.ndarray):

@@ -12,9 +12,18 @@ from onnxscript import nn
 
 from converter.components import Attention, Embedding, GatedMLP, Linear, make_norm
 from converter.components.attention import AttentionSpec, GroupQueryAttention, StandardAttention
-from converter.config import SLIDING, ArchitectureConfig
+from converter.components.cache import LayerCache, kv_cache
+from converter.config import ArchitectureConfig
+from converter.dtypes import NAME_OF
+from converter.execution_providers import (
+    GATHER_Q4,
+    PACKED_GATE_UP,
+    PACKED_QKV,
+    SKIP_NORM,
+    ExecutionProvider,
+)
 from converter.execution_providers import GQA as GQA_FUSION
-from converter.execution_providers import PACKED_GATE_UP, PACKED_QKV, ExecutionProvider
+from converter.tasks.text_generation import DecoderInputs
 
 # Norm attributes each layout owns, in the order they apply.
 _LAYOUT_NORMS = {
@@ -36,13 +45,24 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType, ep):
         super().__init__()
-        self.layout = cfg.layout
+        self.layout, self.index = cfg.layout, index
         spec = attention_spec(cfg, index)
         self.self_attn = self.attention_cls(cfg, dtype, spec, packed=ep.has(PACKED_QKV))
         self.mlp = self.mlp_cls(cfg, dtype, packed=ep.has(PACKED_GATE_UP))
         for name in _LAYOUT_NORMS[cfg.layout]:
             setattr(self, name, make_norm(cfg, cfg.hidden_size, dtype))
         self.residual_multiplier = cfg.residual_multiplier
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        """Its norms that read a residual sum (a skip-norm fusion absorbs each): the input
+        norm of every layer but the first (which reads the embeddings), and in pre/sandwich
+        layouts the norm before the MLP; post-norm layers normalize outputs, not sums."""
+        if not plan.has(SKIP_NORM):
+            return {}
+        after_previous_layer = int(self.index > 0)
+        per_layout = {"pre": 1 + after_previous_layer, "sandwich": 1 + after_previous_layer}
+        per_layout |= {"post": 0, "parallel": after_previous_layer}
+        return {"skip_norms": per_layout[self.layout]}
 
     def _residual(self, op, x, h):
         if self.residual_multiplier != 1.0:
@@ -86,30 +106,40 @@ class DecoderBody(nn.Module):
         )
         setattr(self, self.final_norm_name, make_norm(cfg, cfg.hidden_size, dtype))
 
-    def forward(self, op, input_ids, attention_mask, position_ids, past):
-        x = self.embed_tokens(op, input_ids)
-        kernel = self.kernel.make(op, input_ids, attention_mask, position_ids)
+    def expected_fusions(self, plan) -> dict[str, int]:
+        counts = {"skip_norms": 1} if plan.has(SKIP_NORM) else {}  # the final norm: last sum
+        if plan.has(GQA_FUSION):
+            counts[GQA_FUSION] = len(self.layers) if self.kernel.gqa else 0
+        return counts
+
+    def forward(self, op, inputs: DecoderInputs):
+        x = self.embed_tokens(op, inputs.tokens, inputs.embedded)
+        kernel = self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
         presents = []
-        for layer, (past_key, past_value) in zip(self.layers, past, strict=True):
+        for layer, (past_key, past_value) in zip(self.layers, inputs.past, strict=True):
             x, key, value = layer(op, x, kernel, past_key, past_value)
             presents.append((key, value))
         return getattr(self, self.final_norm_name)(op, x), presents
 
 
 def attention_spec(cfg: ArchitectureConfig, index: int) -> AttentionSpec:
-    sliding = cfg.layer_types[index] == SLIDING
     return AttentionSpec(
         heads=cfg.num_attention_heads,
         kv_heads=cfg.num_key_value_heads,
         head_dim=cfg.head_dim,
         scale=cfg.attention_scale,
         softcap=cfg.attn_logit_softcap or 0.0,
-        window=cfg.sliding_window if sliding else None,
-        rope=cfg.local_rope if sliding and cfg.local_rope else cfg.rope,
+        window=cfg.window_of(index),
+        rope=cfg.rope_of(index),
     )
 
 
-_DTYPE_NAMES = {ir.DataType.FLOAT: "f32", ir.DataType.FLOAT16: "f16", ir.DataType.BFLOAT16: "bf16"}
+def layer_caches(cfg: ArchitectureConfig) -> list[LayerCache]:
+    """Each layer's self-attention KV cache (sliding layers keep a sliding one)."""
+    return [
+        kv_cache(cfg.num_key_value_heads, cfg.head_dim, cfg.window_of(i))
+        for i in range(cfg.num_hidden_layers)
+    ]
 
 
 class AttentionKernelChoice:
@@ -120,15 +150,12 @@ class AttentionKernelChoice:
 
     def __init__(self, cfg: ArchitectureConfig, ep: ExecutionProvider, dtype: ir.DataType):
         self.dtype, self.ep = dtype, ep
-        self.windows = sorted(
-            {cfg.sliding_window if kind == SLIDING else None for kind in cfg.layer_types},
-            key=str,
-        )
+        self.windows = sorted({cfg.window_of(i) for i in range(cfg.num_hidden_layers)}, key=str)
         reason = ""
         if ep.has(GQA_FUSION):
             reason = ep.gqa_unsupported_reason(
                 cfg.head_dim,
-                _DTYPE_NAMES[dtype],
+                NAME_OF[dtype],
                 windowed=self.windows != [None],
                 softcap=bool(cfg.attn_logit_softcap),
             )
@@ -142,15 +169,14 @@ class AttentionKernelChoice:
         elif self.gqa and ropes and rotary_reason:
             self.fallbacks.append(f"RotaryEmbedding outside GroupQueryAttention: {rotary_reason}")
 
-    def make(self, op, input_ids, attention_mask, position_ids):
-        """The kernel for one graph, with its shared inputs (masks, lengths, rotary tables)."""
+    def make(self, op, tokens, attention_mask, position_ids):
+        """The kernel for one graph, with its shared inputs (masks, lengths, rotary tables);
+        `tokens` (ids or embeddings) gives the new sequence length."""
         if self.gqa:
             return GroupQueryAttention(
                 op, self.dtype, attention_mask, position_ids, self.rotary_inside, self.ep
             )
-        return StandardAttention(
-            op, self.dtype, input_ids, attention_mask, position_ids, self.windows
-        )
+        return StandardAttention(op, self.dtype, tokens, attention_mask, position_ids, self.windows)
 
 
 class DecoderLM(nn.Module):
@@ -164,29 +190,37 @@ class DecoderLM(nn.Module):
         self.cfg = cfg
         self.model = self.body_cls(cfg, dtype, ep)
         if not cfg.tie_word_embeddings:
-            self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, self.lm_head_bias, dtype)
+            self.lm_head = Linear(
+                cfg.hidden_size, cfg.vocab_size, self.lm_head_bias, dtype, head=True
+            )
 
     def embedding_table(self):
         return self.model.embed_tokens.weight
 
+    def caches(self) -> list[LayerCache]:
+        return layer_caches(self.cfg)
+
     def fallbacks(self) -> list[str]:
         return list(self.model.kernel.fallbacks)
 
-    def uses_gqa(self) -> bool:
-        return self.model.kernel.gqa
+    def expected_fusions(self, plan) -> dict[str, int]:
+        return tied_head_fusions(self.cfg, plan)
 
-    def expected_skip_norms(self) -> int:
-        """Norms whose input is a residual sum, i.e. what a skip-norm fusion must absorb."""
-        layers = self.cfg.num_hidden_layers
-        # pre/sandwich: two per layer (the first layer's input norm reads the embeddings, the
-        # final norm reads the last sum); post: only the final norm; parallel: one per layer.
-        return {"pre": 2 * layers, "sandwich": 2 * layers, "post": 1, "parallel": layers}[
-            self.cfg.layout
-        ]
-
-    def forward(self, op, input_ids, attention_mask, position_ids, past):
-        hidden, presents = self.model(op, input_ids, attention_mask, position_ids, past)
+    def forward(self, op, inputs: DecoderInputs):
+        hidden, presents = self.model(op, inputs)
         return project_logits(op, self, self.cfg, hidden), presents
+
+
+def tied_head_fusions(cfg: ArchitectureConfig, plan) -> dict[str, int]:
+    """With `--int4-lm-head`, a head tied to the embeddings multiplies by an int4 copy of the
+    table, and EPs with GatherBlockQuantized read the embedding rows from int4 too."""
+    int4 = plan.int4
+    if int4 is None or not int4.lm_head:
+        return {}
+    return {
+        "int4_matmuls": int(cfg.tie_word_embeddings),
+        "int4_embeddings": int(plan.has(GATHER_Q4)),
+    }
 
 
 def project_logits(op, model, cfg: ArchitectureConfig, hidden):

@@ -8,9 +8,18 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import Conv1D, Embedding, LayerNorm, Linear, activation
-from converter.config import ArchitectureConfig
-from converter.execution_providers import ExecutionProvider
-from converter.models.decoder import AttentionKernelChoice, attention_spec, project_logits
+from converter.components.cache import LayerCache
+from converter.config import ArchitectureConfig, ConfigRules
+from converter.execution_providers import GQA, SKIP_NORM, ExecutionProvider
+from converter.models.decoder import (
+    AttentionKernelChoice,
+    attention_spec,
+    layer_caches,
+    project_logits,
+    tied_head_fusions,
+)
+from converter.registry import Family
+from converter.tasks.text_generation import DecoderInputs
 
 
 class GPT2Attention(nn.Module):
@@ -48,6 +57,10 @@ class GPT2Block(nn.Module):
         self.ln_2 = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
         self.mlp = GPT2MLP(cfg, dtype)
 
+    def expected_fusions(self, plan) -> dict[str, int]:
+        # ln_1 reads a sum in every block (the first one's is wte + wpe), and ln_2
+        return {"skip_norms": 2} if plan.has(SKIP_NORM) else {}
+
     def forward(self, op, x, kernel, past_key, past_value):
         a, key, value = self.attn(op, self.ln_1(op, x), kernel, past_key, past_value)
         x = op.Add(x, a)
@@ -63,11 +76,18 @@ class GPT2Body(nn.Module):
         self.h = nn.ModuleList([GPT2Block(cfg, i, dtype) for i in range(cfg.num_hidden_layers)])
         self.ln_f = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
 
-    def forward(self, op, input_ids, attention_mask, position_ids, past):
-        x = op.Add(self.wte(op, input_ids), self.wpe(op, position_ids))
-        kernel = self.kernel.make(op, input_ids, attention_mask, position_ids)
+    def expected_fusions(self, plan) -> dict[str, int]:
+        counts = {"skip_norms": 1} if plan.has(SKIP_NORM) else {}  # ln_f
+        if plan.has(GQA):
+            counts[GQA] = len(self.h) if self.kernel.gqa else 0
+        return counts
+
+    def forward(self, op, inputs: DecoderInputs):
+        x = self.wte(op, inputs.tokens, inputs.embedded)
+        x = op.Add(x, self.wpe(op, inputs.position_ids))
+        kernel = self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
         presents = []
-        for block, (past_key, past_value) in zip(self.h, past, strict=True):
+        for block, (past_key, past_value) in zip(self.h, inputs.past, strict=True):
             x, key, value = block(op, x, kernel, past_key, past_value)
             presents.append((key, value))
         return self.ln_f(op, x), presents
@@ -81,20 +101,33 @@ class GPT2LM(nn.Module):
         self.cfg = cfg
         self.transformer = GPT2Body(cfg, dtype, ep)
         if not cfg.tie_word_embeddings:
-            self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, False, dtype)
+            self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, False, dtype, head=True)
 
     def embedding_table(self):
         return self.transformer.wte.weight
 
+    def caches(self) -> list[LayerCache]:
+        return layer_caches(self.cfg)
+
     def fallbacks(self) -> list[str]:
         return list(self.transformer.kernel.fallbacks)
 
-    def uses_gqa(self) -> bool:
-        return self.transformer.kernel.gqa
+    def expected_fusions(self, plan) -> dict[str, int]:
+        return tied_head_fusions(self.cfg, plan)
 
-    def expected_skip_norms(self) -> int:
-        return 2 * self.cfg.num_hidden_layers + 1  # ln_1 (after wte + wpe) and ln_2 per block, ln_f
-
-    def forward(self, op, input_ids, attention_mask, position_ids, past):
-        hidden, presents = self.transformer(op, input_ids, attention_mask, position_ids, past)
+    def forward(self, op, inputs: DecoderInputs):
+        hidden, presents = self.transformer(op, inputs)
         return project_logits(op, self, self.cfg, hidden), presents
+
+
+FAMILIES = [
+    Family(
+        "gpt2",
+        GPT2LM,
+        "learned absolute positions, LayerNorm, fused Conv1D c_attn",
+        ("openai-community/gpt2",),
+        rules=ConfigRules(norm_type="layer", qkv_bias=True, o_bias=True, mlp_bias=True, rope=False),
+        unused=(r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias",),
+        prefix="transformer.",
+    ),
+]

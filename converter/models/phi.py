@@ -7,7 +7,9 @@ The generic decoder with Phi's state-dict names: `self_attn.dense`, `q_layernorm
 from __future__ import annotations
 
 from converter.components import Attention, PlainMLP
+from converter.config import ConfigReader, ConfigRules
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
+from converter.registry import Family
 
 
 class PhiAttention(Attention):
@@ -28,3 +30,21 @@ class PhiBody(DecoderBody):
 class PhiLM(DecoderLM):
     body_cls = PhiBody
     lm_head_bias = True
+
+
+class PhiRules(ConfigRules):
+    def qk_norm(self, r: ConfigReader) -> str | None:
+        return "head" if r.bool("qk_layernorm", default=False) else None
+
+
+FAMILIES = [
+    Family(
+        "phi",
+        PhiLM,
+        "parallel attention+MLP, partial rotary, LayerNorm",
+        ("microsoft/phi-2",),
+        rules=PhiRules(
+            layout="parallel", norm_type="layer", qkv_bias=True, o_bias=True, mlp_bias=True
+        ),
+    ),
+]

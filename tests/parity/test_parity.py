@@ -13,9 +13,11 @@ import pytest
 
 from converter import build
 from converter.config import SLIDING
-from converter.runtime import OnnxDecoder
+from converter.validate.metrics import compare
+from converter.validate.reference import TransformersReference
+from converter.validate.runtime import OnnxDecoder
 from tests.parity.families import CASES
-from tests.parity.reference import generate_steps, make_checkpoint
+from tests.parity.reference import make_checkpoint
 
 TOLERANCE = 1e-4
 RNG = np.random.default_rng(0)
@@ -46,16 +48,13 @@ def reference(converted):
 
 
 def _max_diff(expected, actual, mask=None):
-    diff = np.abs(expected - actual)
-    if mask is not None:
-        diff = diff[mask.astype(bool)]
-    return float(diff.max())
+    return compare(expected, actual, mask).max_abs_diff
 
 
 @pytest.mark.parametrize("ep", ["default", "cpu"])
 def test_prefill_and_decode(reference, converted, ep):
     mask = np.ones_like(PROMPT)
-    expected = generate_steps(reference, PROMPT, mask, STEPS)
+    expected = TransformersReference(reference).run(PROMPT, mask, STEPS)
     actual = converted[1][ep].run(PROMPT, mask, STEPS)
     diffs = [_max_diff(e, a) for e, a in zip(expected, actual, strict=True)]
     print(f"{ep}: prefill / decode x3 max abs diff:", diffs)
@@ -64,7 +63,7 @@ def test_prefill_and_decode(reference, converted, ep):
 
 def test_batch_left_padding(reference, converted):
     onnx = converted[1]["default"]
-    expected = generate_steps(reference, PADDED_IDS, PADDED_MASK, PADDED_STEPS)
+    expected = TransformersReference(reference).run(PADDED_IDS, PADDED_MASK, PADDED_STEPS)
     actual = onnx.run(PADDED_IDS, PADDED_MASK, PADDED_STEPS)
     prefill_diff = _max_diff(expected[0], actual[0], PADDED_MASK)
     decode_diffs = [_max_diff(e, a) for e, a in zip(expected[1:], actual[1:], strict=True)]

@@ -1,170 +1,21 @@
-"""Lowering passes run after weights are bound, and the count of what they fused.
-
-All weight transforms stay lazy: a folded, transposed or quantized initializer is
-computed from the memory-mapped checkpoint only when the package is written.
-"""
+"""int4 passes: MatMul weights to MatMulNBits (or the standard DequantizeLinear form), the
+embedding table to GatherBlockQuantized; quantized lazily while the package is written."""
 
 from __future__ import annotations
 
 import threading
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import onnx_ir as ir
 
-from converter.components.linear import Conv1D, Linear, PackedLinear
 from converter.errors import MobiusError
-from converter.execution_providers import (
-    GATHER_Q4,
-    GQA,
-    MATMUL_NBITS,
-    SKIP_NORM,
-    ExecutionProvider,
-)
+from converter.execution_providers import MATMUL_NBITS, ExecutionProvider
+from converter.lowering.passes import MS_DOMAIN, is_initializer, only_use
 from converter.quantize import DEQUANTIZE_LINEAR_AXIS, quantize_q4, to_dequantize_linear
-from converter.weights import SourceTensor, source_array
+from converter.weights import source_array
 
-MS_DOMAIN = "com.microsoft"
 LM_HEAD = "lm_head.weight"
-
-
-class LoweringError(MobiusError):
-    """A pass did not produce the fusions the EP's graph must have."""
-
-
-def _initializer(value: ir.Value | None) -> bool:
-    return value is not None and value.is_initializer() and value.const_value is not None
-
-
-def _only_use(value: ir.Value) -> bool:
-    return len(value.uses()) == 1
-
-
-def fold_packed_weights(model: ir.Model) -> int:
-    """Concat of initializers (packed q/k/v, gate/up) -> one lazy initializer. Returns count."""
-    graph, count = model.graph, 0
-    for node in list(graph):
-        if node.op_type != "Concat" or node.domain != "":
-            continue
-        parts = list(node.inputs)
-        if not all(_initializer(p) and _only_use(p) for p in parts):
-            continue
-        axis = node.attributes.get_int("axis", 0)
-        tensors = [p.const_value for p in parts]
-
-        def concat(tensors=tensors, axis=axis) -> np.ndarray:
-            return np.concatenate([source_array(t) for t in tensors], axis=axis)
-
-        dims = list(parts[0].shape.dims)
-        dims[axis] = sum(p.shape.dims[axis] for p in parts)
-        name = _packed_name([p.name for p in parts])
-        _replace_with_initializer(graph, node, name, concat, tensors[0].dtype, dims)
-        for part in parts:
-            graph.initializers.pop(part.name, None)
-        count += 1
-    return count
-
-
-def _packed_name(names: list[str]) -> str:
-    """'a.q_proj.weight', 'a.k_proj.weight' -> 'a.q_proj+k_proj.weight'."""
-    stems = [n.rsplit(".", 2) for n in names]
-    prefix, suffix = stems[0][0], stems[0][2]
-    return f"{prefix}.{'+'.join(s[1] for s in stems)}.{suffix}"
-
-
-def _replace_with_initializer(graph, node, name, source, dtype, dims) -> ir.Value:
-    """Replace `node`'s output by an initializer computed by `source()` when written."""
-    value = ir.Value(
-        name=name,
-        shape=ir.Shape(dims),
-        type=ir.TensorType(dtype),
-        const_value=SourceTensor(source, dtype, dims, name),
-    )
-    graph.register_initializer(value)
-    node.outputs[0].replace_all_uses_with(value)
-    graph.remove(node, safe=True)
-    return value
-
-
-def pretranspose(model: ir.Model) -> int:
-    """Transpose([out, in] initializer) -> a lazily transposed [in, out] initializer."""
-    graph, count = model.graph, 0
-    for node in list(graph):
-        if node.op_type != "Transpose" or node.domain != "":
-            continue
-        weight = node.inputs[0]
-        if not (_initializer(weight) and _only_use(weight)):
-            continue
-        if list(node.attributes.get_ints("perm", [])) != [1, 0]:
-            continue
-        tensor = weight.const_value
-
-        def transposed(tensor=tensor) -> np.ndarray:
-            return np.ascontiguousarray(source_array(tensor).T)
-
-        out_dim, in_dim = weight.shape.dims
-        graph.initializers.pop(weight.name)
-        _replace_with_initializer(
-            graph, node, weight.name, transposed, tensor.dtype, [in_dim, out_dim]
-        )
-        count += 1
-    return count
-
-
-_SKIP_OF = {
-    "RMSNormalization": "SkipSimplifiedLayerNormalization",
-    "LayerNormalization": "SkipLayerNormalization",
-}
-
-
-def fuse_skip_norms(model: ir.Model) -> int:
-    """Add(residual, h) -> norm  becomes one com.microsoft Skip*LayerNormalization.
-
-    The fused node's fourth output is the sum, which replaces the Add for the residual path.
-    """
-    graph, count = model.graph, 0
-    for norm in list(graph):
-        fused_type = _SKIP_OF.get(norm.op_type)
-        if fused_type is None or norm.domain != "":
-            continue
-        add = norm.inputs[0].producer() if norm.inputs[0] is not None else None
-        if add is None or add.op_type != "Add" or add.domain != "":
-            continue
-        a, b = add.inputs
-        if _initializer(a) or _initializer(b) or not _same_rank3(a, b):
-            continue
-        inputs = [a, b, *norm.inputs[1:]]  # gamma (and beta for LayerNorm)
-        fused = ir.node(
-            fused_type,
-            inputs,
-            attributes={"epsilon": norm.attributes.get_float("epsilon", 1e-5)},
-            domain=MS_DOMAIN,
-            num_outputs=4,
-            name=f"{norm.name}/skip",
-        )
-        graph.insert_before(norm, fused)
-        norm.outputs[0].replace_all_uses_with(fused.outputs[0])
-        add.outputs[0].replace_all_uses_with(fused.outputs[3])
-        graph.remove(norm, safe=True)
-        graph.remove(add, safe=True)
-        count += 1
-    if count:
-        model.opset_imports.setdefault(MS_DOMAIN, 1)
-    return count
-
-
-def _same_rank3(a: ir.Value, b: ir.Value) -> bool:
-    """Neither side is known to broadcast (skip norms add same-shaped activations)."""
-    ranks = {len(v.shape) for v in (a, b) if v.shape is not None}
-    return ranks <= {3}
-
-
-def count_ops(model: ir.Model) -> Counter:
-    return Counter(
-        node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
-        for node in model.graph
-    )
 
 
 @dataclass(frozen=True)
@@ -178,70 +29,6 @@ class Int4:
     def __post_init__(self) -> None:
         if self.block_size not in (16, 32, 64, 128):
             raise MobiusError(f"int4 block size {self.block_size} must be 16, 32, 64 or 128")
-
-
-@dataclass
-class LoweringReport:
-    """What lowering fused (counted in the graph) and what it deliberately did not."""
-
-    fusions: dict[str, int] = field(default_factory=dict)
-    fallbacks: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return {"fusions": dict(self.fusions), "fallbacks": list(self.fallbacks)}
-
-
-def lower(
-    model: ir.Model,
-    module,
-    cfg,
-    ep: ExecutionProvider,
-    float_type: ir.DataType,
-    int4: Int4 | None,
-) -> LoweringReport:
-    """Run the EP's passes and check each produced exactly the fusions the model implies."""
-    report = LoweringReport(fallbacks=module.fallbacks())
-    expected: dict[str, int] = {}
-    packed = [m for m in module.modules() if isinstance(m, PackedLinear) and m.packed]
-    report.fusions["packed_tensors"] = fold_packed_weights(model)
-    expected["packed_tensors"] = sum(2 if m.biases else 1 for m in packed)  # weight (+ bias)
-    if ep.has(SKIP_NORM):
-        report.fusions["skip_norms"] = fuse_skip_norms(model)
-        expected["skip_norms"] = module.expected_skip_norms()
-    if int4 is not None:
-        quantizers: dict[str, _LazyQ4] = {}  # a tied table is quantized once, head and rows
-        report.fusions["int4_matmuls"] = quantize_matmuls(model, ep, int4, float_type, quantizers)
-        expected["int4_matmuls"] = _linear_weights(module, int4)
-        if int4.lm_head and ep.has(GATHER_Q4):
-            table = module.embedding_table().name
-            report.fusions["int4_embeddings"] = quantize_embedding(
-                model, table, int4, float_type, quantizers
-            )
-            expected["int4_embeddings"] = 1
-    pretranspose(model)
-    if ep.has(GQA):
-        report.fusions[GQA] = count_ops(model)[f"{MS_DOMAIN}.{GQA}"]
-        expected[GQA] = cfg.num_hidden_layers if module.uses_gqa() else 0
-    for name, want in expected.items():
-        if report.fusions.get(name, 0) != want:
-            raise LoweringError(
-                f"lowering for {ep.name} expected {want} {name}, found "
-                f"{report.fusions.get(name, 0)}"
-            )
-    return report
-
-
-def _linear_weights(module, int4: Int4) -> int:
-    """How many weight matrices the model multiplies by (after packing)."""
-    count = 1 if int4.lm_head and module.cfg.tie_word_embeddings else 0
-    for name, m in module.named_modules():
-        if isinstance(m, PackedLinear):
-            count += 1 if m.packed else len(m.weights)
-        elif isinstance(m, Conv1D) or (
-            isinstance(m, Linear) and (name != "lm_head" or int4.lm_head)
-        ):
-            count += 1
-    return count
 
 
 def quantize_matmuls(
@@ -299,7 +86,7 @@ def quantize_embedding(
     graph = model.graph
     for node in list(graph):
         weight = node.inputs[0] if node.op_type == "Gather" and node.domain == "" else None
-        if weight is None or weight.name != table or not _initializer(weight):
+        if weight is None or weight.name != table or not is_initializer(weight):
             continue
         q = quantizers.get(weight.name) or _LazyQ4(weight.const_value, True, int4)
         _swap(graph, node, _gather_q4(graph, node, weight, q, act))
@@ -361,7 +148,7 @@ def _tied_head_of(node: ir.Node):
         return None
     table = node.inputs[1]
     plain = all(node.attributes.get_float(a, 1.0) == 1.0 for a in ("alpha", "beta"))
-    if not (_initializer(table) and plain and node.attributes.get_int("transB", 0) == 1):
+    if not (is_initializer(table) and plain and node.attributes.get_int("transB", 0) == 1):
         return None
     return table, None, True
 
@@ -370,12 +157,12 @@ def _weight_of(matmul: ir.Node):
     """(weight initializer, its Transpose node or None, True if stored [N, K]) or None."""
     b = matmul.inputs[1]
     producer = b.producer()
-    if producer is not None and producer.op_type == "Transpose" and _only_use(b):
+    if producer is not None and producer.op_type == "Transpose" and only_use(b):
         weight = producer.inputs[0]
-        if _initializer(weight) and _only_use(weight) and weight.shape.rank() == 2:
+        if is_initializer(weight) and only_use(weight) and weight.shape.rank() == 2:
             return weight, producer, True
         return None
-    if _initializer(b) and _only_use(b) and b.shape.rank() == 2:
+    if is_initializer(b) and only_use(b) and b.shape.rank() == 2:
         return b, None, False
     return None
 

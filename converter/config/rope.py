@@ -19,10 +19,8 @@ from converter.errors import ConfigError
 
 KINDS = ("default", "linear", "dynamic", "yarn", "longrope", "llama3")
 _ALIASES = {"su": "longrope", "mrope": "default"}
-# transformers' Phi3Config (and Phi4MultimodalConfig) read an old "yarn" type as longrope.
-_YARN_IS_LONGROPE = frozenset({"phi3", "phi4_multimodal"})
-_FULL = "full_attention"
-_SLIDING = "sliding_attention"
+FULL = "full_attention"
+SLIDING = "sliding_attention"
 _DEFAULT_THETA = 10000.0
 
 
@@ -204,18 +202,18 @@ def _source(raw: dict) -> tuple[dict, str]:
 
 def _is_nested(source: dict, raw: dict) -> bool:
     layer_types = raw.get("layer_types")
-    names = {_FULL, _SLIDING} | (set(layer_types) if isinstance(layer_types, list) else set())
+    names = {FULL, SLIDING} | (set(layer_types) if isinstance(layer_types, list) else set())
     return any(isinstance(v, dict) or k in names for k, v in source.items())
 
 
-def _kind(params: dict, where: str, raw: dict) -> str:
+def _kind(params: dict, where: str, yarn_is_longrope: bool) -> str:
     key = "rope_type" if params.get("rope_type") is not None else "type"
     value = params.get(key, "default")
     if value is None:
         value = "default"
     if not isinstance(value, str):
         raise ConfigError(f"{where}.{key} must be a string, got {value!r}")
-    if value == "yarn" and raw.get("model_type") in _YARN_IS_LONGROPE:
+    if value == "yarn" and yarn_is_longrope:
         return "longrope"
     kind = _ALIASES.get(value, value)
     if kind not in KINDS:
@@ -253,9 +251,15 @@ def _rotary_dim(params: dict, where: str, raw: dict, head_dim: int) -> int:
 
 
 def _build(
-    raw: dict, params: dict, where: str, nested: bool, head_dim: int, thetas: dict[str, Any]
+    raw: dict,
+    params: dict,
+    where: str,
+    nested: bool,
+    head_dim: int,
+    thetas: dict[str, Any],
+    yarn_is_longrope: bool = False,
 ) -> Rope:
-    kind = _kind(params, where, raw)
+    kind = _kind(params, where, yarn_is_longrope)
     theta = _theta(params, where, thetas)
     dim = _rotary_dim(params, where, raw, head_dim)
     max_key = "max_position_embeddings"
@@ -323,9 +327,12 @@ def _build(
     return Rope(**out)
 
 
-def parse_rope(raw: dict, *, head_dim: int, layer_type: str | None = None) -> Rope:
-    """The rope of ``layer_type`` (default "full_attention") from a whole config.json dict."""
-    if layer_type == _SLIDING:
+def parse_rope(
+    raw: dict, *, head_dim: int, layer_type: str | None = None, yarn_is_longrope: bool = False
+) -> Rope:
+    """The rope of ``layer_type`` (default "full_attention") from a whole config.json dict.
+    ``yarn_is_longrope``: the family reads an old "yarn" type as longrope (Phi-3 does)."""
+    if layer_type == SLIDING:
         local = parse_local_rope(raw, head_dim=head_dim)
         if local is not None:
             return local
@@ -333,21 +340,21 @@ def parse_rope(raw: dict, *, head_dim: int, layer_type: str | None = None) -> Ro
     nested = _is_nested(source, raw)
     params = source
     if nested:
-        layer = layer_type or _FULL
+        layer = layer_type or FULL
         where = f"{where}.{layer}"
         params = source.get(layer)
         if not isinstance(params, dict):
             raise ConfigError(f"{where}: no rope settings for layer type {layer!r}")
     thetas = {"rope_theta": raw.get("rope_theta"), "rotary_emb_base": raw.get("rotary_emb_base")}
-    return _build(raw, params, where, nested, head_dim, thetas)
+    return _build(raw, params, where, nested, head_dim, thetas, yarn_is_longrope)
 
 
 def parse_local_rope(raw: dict, *, head_dim: int) -> Rope | None:
     """Gemma 3's sliding-window rope, or None when the config has no separate local rope."""
     source, where = _source(raw)
     local_theta = {"rope_local_base_freq": raw.get("rope_local_base_freq")}
-    if _is_nested(source, raw) and isinstance(source.get(_SLIDING), dict):
-        return _build(raw, source[_SLIDING], f"{where}.{_SLIDING}", True, head_dim, local_theta)
+    if _is_nested(source, raw) and isinstance(source.get(SLIDING), dict):
+        return _build(raw, source[SLIDING], f"{where}.{SLIDING}", True, head_dim, local_theta)
     if raw.get("rope_local_base_freq") is None:
         return None
     # Old style: rope_scaling belongs to the global layers; local layers use plain rope.

@@ -1,0 +1,244 @@
+"""ArchitectureConfig: one normalized view of a Hub config.json, and the rules that read it.
+
+Everything downstream reads this dataclass, never the raw dict. How a family reads its
+config.json is its `ConfigRules`: fixed facts the file does not spell out (`traits`: Qwen2
+always has q/k/v biases, Gemma scales its embeddings, ...) and the hooks a family overrides
+(its windows, activations, rope). The rules live in the family's module (converter/models);
+this module knows no family by name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, ConfigReader
+from converter.config.rope import FULL, SLIDING, Rope, parse_rope
+from converter.errors import ConfigError
+
+# layout: how norms sit around the blocks of a layer.
+#   pre       x + attn(norm(x)); x + mlp(norm(x))                      (llama)
+#   sandwich  x + post(attn(pre(x))); x + post(mlp(pre(x)))            (gemma2/3)
+#   post      x + norm(attn(x)); x + norm(mlp(x))                      (olmo2)
+#   parallel  x + attn(norm(x)) + mlp(norm(x))                         (phi)
+LAYOUTS = ("pre", "sandwich", "post", "parallel")
+
+
+@dataclass(frozen=True)
+class ArchitectureConfig:
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    max_position_embeddings: int
+    # norms
+    norm_type: str  # "rms" | "layer"
+    norm_eps: float
+    norm_offset: float  # Gemma stores RMSNorm weights as w - 1
+    layout: str  # one of LAYOUTS
+    # blocks
+    activation: str
+    fused_qkv: bool
+    fused_gate_up: bool
+    qkv_bias: bool
+    o_bias: bool
+    mlp_bias: bool
+    qk_norm: str | None  # None | "head" (per head_dim) | "full" (whole projection)
+    # positions and attention
+    rope: Rope | None  # None: no rotary embedding (e.g. learned absolute positions)
+    local_rope: Rope | None  # rope of sliding layers when it differs (gemma3)
+    sliding_window: int | None
+    layer_types: tuple[str, ...]
+    attention_scale: float
+    scale_by_inverse_layer: bool  # GPT-2's scale_attn_by_inverse_layer_idx
+    attn_logit_softcap: float | None
+    final_logit_softcap: float | None
+    # multipliers
+    embedding_multiplier: float
+    residual_multiplier: float
+    logits_multiplier: float
+    tie_word_embeddings: bool
+    # special tokens
+    bos_token_id: int | None
+    eos_token_id: tuple[int, ...]
+    pad_token_id: int | None
+
+    @classmethod
+    def from_hf(cls, config: dict[str, Any]) -> ArchitectureConfig:
+        """Normalize a config.json dict with its family's rules (`text_config` when nested)."""
+        from converter.config.reader import model_type_of, text_config
+        from converter.registry import family_for
+
+        model_type = model_type_of(config)
+        return family_for(model_type).rules.read(ConfigReader(text_config(config), model_type))
+
+    def rope_of(self, index: int) -> Rope | None:
+        """The rotary embedding of layer `index` (sliding layers may have their own)."""
+        if self.layer_types[index] == SLIDING and self.local_rope is not None:
+            return self.local_rope
+        return self.rope
+
+    def window_of(self, index: int) -> int | None:
+        return self.sliding_window if self.layer_types[index] == SLIDING else None
+
+
+class ConfigRules:
+    """How one family reads config.json. The base reads the Llama layout; a family gives
+    `traits` (keyword arguments: fixed facts its config.json does not state) and overrides the
+    hooks that differ. Known traits: norm_type, norm_offset, layout, fused_qkv, fused_gate_up,
+    qkv_bias, o_bias, mlp_bias, qk_norm, embed_scale_sqrt, rope (False: no rotary), tied."""
+
+    TRAITS = frozenset(
+        {
+            "norm_type",
+            "norm_offset",
+            "layout",
+            "fused_qkv",
+            "fused_gate_up",
+            "qkv_bias",
+            "o_bias",
+            "mlp_bias",
+            "qk_norm",
+            "embed_scale_sqrt",
+            "rope",
+        }
+    )
+
+    def __init__(self, **traits: Any) -> None:
+        unknown = set(traits) - self.TRAITS
+        if unknown:
+            raise TypeError(f"unknown config traits: {', '.join(sorted(unknown))}")
+        self.traits: Mapping[str, Any] = traits
+
+    # -- hooks a family overrides -----------------------------------------------------------
+    def sliding_window(self, r: ConfigReader) -> int | None:
+        return r.raw.get("sliding_window")
+
+    def layer_type(self, r: ConfigReader, index: int, window: int | None) -> str:
+        """The attention type of layer `index` when config.json has no `layer_types`."""
+        return FULL if window is None else SLIDING
+
+    def rope(self, r: ConfigReader, head_dim: int) -> Rope | None:
+        return parse_rope(r.raw, head_dim=head_dim) if self.traits.get("rope", True) else None
+
+    def local_rope(self, r: ConfigReader, head_dim: int) -> Rope | None:
+        return None
+
+    def activation(self, r: ConfigReader) -> str:
+        value = r.get("hidden_activation", "hidden_act", "activation_function")
+        if not isinstance(value, str):
+            raise ConfigError(f"'hidden_act' must name an activation, got {value!r}")
+        return value
+
+    def qk_norm(self, r: ConfigReader) -> str | None:
+        return self.traits.get("qk_norm")
+
+    # -- the generic reading -----------------------------------------------------------------
+    def read(self, r: ConfigReader) -> ArchitectureConfig:
+        traits = self.traits
+        hidden = r.int("hidden_size", "n_embd", "d_model")
+        heads = r.int("num_attention_heads", "n_head")
+        kv_heads = r.int("num_key_value_heads", "num_kv_heads", default=heads)
+        if heads % kv_heads:
+            raise ConfigError(
+                f"'num_key_value_heads' = {kv_heads} must divide 'num_attention_heads' = {heads}"
+            )
+        head_dim = self.head_dim(r, hidden, heads)
+        layers = r.int("num_hidden_layers", "n_layer", hi=MAX_LAYERS)
+        vocab = r.int("vocab_size", hi=MAX_VOCAB)
+        inner = r.int("intermediate_size", "n_inner", default=4 * hidden, hi=MAX_DIM * 4)
+        max_pos = r.int("max_position_embeddings", "n_positions", hi=MAX_POSITIONS)
+        # layer_types first: the rope parser reads it to spot per-layer-type rope settings.
+        sliding_window, layer_types = self.attention_windows(r, layers)
+        norm_type = traits.get("norm_type", "rms")
+        eps = r.float(
+            "rms_norm_eps" if norm_type == "rms" else "layer_norm_eps",
+            "layer_norm_epsilon",
+            "norm_eps",
+            default=1e-6 if norm_type == "rms" else 1e-5,
+        )
+        attention_bias = r.bool("attention_bias", default=False)
+        embedding_multiplier = r.float("embedding_multiplier", default=1.0)
+        if traits.get("embed_scale_sqrt"):
+            embedding_multiplier = math.sqrt(hidden)
+        return ArchitectureConfig(
+            model_type=r.model_type,
+            vocab_size=vocab,
+            hidden_size=hidden,
+            intermediate_size=inner,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            num_key_value_heads=kv_heads,
+            head_dim=head_dim,
+            max_position_embeddings=max_pos,
+            norm_type=norm_type,
+            norm_eps=eps,
+            norm_offset=traits.get("norm_offset", 0.0),
+            layout=traits.get("layout", "pre"),
+            activation=self.activation(r),
+            fused_qkv=traits.get("fused_qkv", False),
+            fused_gate_up=traits.get("fused_gate_up", False),
+            qkv_bias=traits.get("qkv_bias", attention_bias),
+            o_bias=traits.get("o_bias", attention_bias),
+            mlp_bias=traits.get("mlp_bias", r.bool("mlp_bias", default=False)),
+            qk_norm=self.qk_norm(r),
+            rope=self.rope(r, head_dim),
+            local_rope=self.local_rope(r, head_dim),
+            sliding_window=sliding_window,
+            layer_types=layer_types,
+            attention_scale=self.attention_scale(r, head_dim),
+            scale_by_inverse_layer=r.bool("scale_attn_by_inverse_layer_idx", default=False),
+            attn_logit_softcap=r.optional_float("attn_logit_softcapping"),
+            final_logit_softcap=r.optional_float("final_logit_softcapping"),
+            embedding_multiplier=embedding_multiplier,
+            residual_multiplier=r.float("residual_multiplier", default=1.0),
+            logits_multiplier=1.0 / r.float("logits_scaling", default=1.0),
+            tie_word_embeddings=r.bool("tie_word_embeddings", False),
+            bos_token_id=next(iter(r.token_ids("bos_token_id", vocab)), None),
+            eos_token_id=r.token_ids("eos_token_id", vocab),
+            pad_token_id=next(iter(r.token_ids("pad_token_id", vocab)), None),
+        )
+
+    def head_dim(self, r: ConfigReader, hidden: int, heads: int) -> int:
+        if r.has("head_dim"):
+            return r.int("head_dim")
+        if hidden % heads:
+            raise ConfigError(
+                f"'hidden_size' = {hidden} is not divisible by 'num_attention_heads' = "
+                f"{heads}; set 'head_dim'"
+            )
+        return hidden // heads
+
+    def attention_scale(self, r: ConfigReader, head_dim: int) -> float:
+        if r.has("attention_multiplier"):
+            return r.float("attention_multiplier")
+        if r.has("query_pre_attn_scalar"):
+            return r.float("query_pre_attn_scalar") ** -0.5
+        if not r.bool("scale_attn_weights", default=True):
+            return 1.0
+        return head_dim**-0.5
+
+    def attention_windows(self, r: ConfigReader, layers: int) -> tuple[int | None, tuple[str, ...]]:
+        """Sliding window size and the per-layer attention type."""
+        window = self.sliding_window(r)
+        if window is not None:
+            window = r.int("sliding_window", hi=MAX_POSITIONS)
+        layer_types = r.raw.get("layer_types")
+        if layer_types is None:
+            layer_types = [self.layer_type(r, i, window) for i in range(layers)]
+        if not isinstance(layer_types, list) or len(layer_types) != layers:
+            raise ConfigError(f"'layer_types' must list one entry per layer ({layers})")
+        for kind in layer_types:
+            if kind not in (FULL, SLIDING):
+                raise ConfigError(f"'layer_types' holds unsupported attention type {kind!r}")
+        if SLIDING in layer_types and window is None:
+            raise ConfigError(
+                "'layer_types' asks for sliding attention but 'sliding_window' is unset"
+            )
+        return window, tuple(layer_types)

@@ -1,0 +1,150 @@
+"""Graph passes after weights are bound: fold packed weights, pre-transpose, fuse skip norms.
+
+All weight transforms stay lazy: a folded or transposed initializer is computed from the
+memory-mapped checkpoint only when the package is written.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import onnx_ir as ir
+
+from converter.weights import SourceTensor, source_array
+
+MS_DOMAIN = "com.microsoft"
+
+
+def is_initializer(value: ir.Value | None) -> bool:
+    return value is not None and value.is_initializer() and value.const_value is not None
+
+
+def only_use(value: ir.Value) -> bool:
+    return len(value.uses()) == 1
+
+
+def fold_packed_weights(model: ir.Model) -> int:
+    """Concat of initializers (packed q/k/v, gate/up) -> one lazy initializer. Returns count."""
+    graph, count = model.graph, 0
+    for node in list(graph):
+        if node.op_type != "Concat" or node.domain != "":
+            continue
+        parts = list(node.inputs)
+        if not all(is_initializer(p) and only_use(p) for p in parts):
+            continue
+        axis = node.attributes.get_int("axis", 0)
+        tensors = [p.const_value for p in parts]
+
+        def concat(tensors=tensors, axis=axis) -> np.ndarray:
+            return np.concatenate([source_array(t) for t in tensors], axis=axis)
+
+        dims = list(parts[0].shape.dims)
+        dims[axis] = sum(p.shape.dims[axis] for p in parts)
+        name = _packed_name([p.name for p in parts])
+        _replace_with_initializer(graph, node, name, concat, tensors[0].dtype, dims)
+        for part in parts:
+            graph.initializers.pop(part.name, None)
+        count += 1
+    return count
+
+
+def _packed_name(names: list[str]) -> str:
+    """'a.q_proj.weight', 'a.k_proj.weight' -> 'a.q_proj+k_proj.weight'."""
+    stems = [n.rsplit(".", 2) for n in names]
+    prefix, suffix = stems[0][0], stems[0][2]
+    return f"{prefix}.{'+'.join(s[1] for s in stems)}.{suffix}"
+
+
+def _replace_with_initializer(graph, node, name, source, dtype, dims) -> ir.Value:
+    """Replace `node`'s output by an initializer computed by `source()` when written."""
+    value = ir.Value(
+        name=name,
+        shape=ir.Shape(dims),
+        type=ir.TensorType(dtype),
+        const_value=SourceTensor(source, dtype, dims, name),
+    )
+    graph.register_initializer(value)
+    node.outputs[0].replace_all_uses_with(value)
+    graph.remove(node, safe=True)
+    return value
+
+
+def pretranspose(model: ir.Model) -> int:
+    """Transpose([out, in] initializer) -> a lazily transposed [in, out] initializer."""
+    graph, count = model.graph, 0
+    for node in list(graph):
+        if node.op_type != "Transpose" or node.domain != "":
+            continue
+        weight = node.inputs[0]
+        if not (is_initializer(weight) and only_use(weight)):
+            continue
+        if list(node.attributes.get_ints("perm", [])) != [1, 0]:
+            continue
+        tensor = weight.const_value
+
+        def transposed(tensor=tensor) -> np.ndarray:
+            return np.ascontiguousarray(source_array(tensor).T)
+
+        out_dim, in_dim = weight.shape.dims
+        graph.initializers.pop(weight.name)
+        _replace_with_initializer(
+            graph, node, weight.name, transposed, tensor.dtype, [in_dim, out_dim]
+        )
+        count += 1
+    return count
+
+
+_SKIP_OF = {
+    "RMSNormalization": "SkipSimplifiedLayerNormalization",
+    "LayerNormalization": "SkipLayerNormalization",
+}
+
+
+def fuse_skip_norms(model: ir.Model) -> int:
+    """Add(residual, h) -> norm  becomes one com.microsoft Skip*LayerNormalization.
+
+    The fused node's fourth output is the sum, which replaces the Add for the residual path.
+    """
+    graph, count = model.graph, 0
+    for norm in list(graph):
+        fused_type = _SKIP_OF.get(norm.op_type)
+        if fused_type is None or norm.domain != "":
+            continue
+        add = norm.inputs[0].producer() if norm.inputs[0] is not None else None
+        if add is None or add.op_type != "Add" or add.domain != "":
+            continue
+        a, b = add.inputs
+        if is_initializer(a) or is_initializer(b) or not _same_rank3(a, b):
+            continue
+        inputs = [a, b, *norm.inputs[1:]]  # gamma (and beta for LayerNorm)
+        fused = ir.node(
+            fused_type,
+            inputs,
+            attributes={"epsilon": norm.attributes.get_float("epsilon", 1e-5)},
+            domain=MS_DOMAIN,
+            num_outputs=4,
+            name=f"{norm.name}/skip",
+        )
+        graph.insert_before(norm, fused)
+        norm.outputs[0].replace_all_uses_with(fused.outputs[0])
+        add.outputs[0].replace_all_uses_with(fused.outputs[3])
+        graph.remove(norm, safe=True)
+        graph.remove(add, safe=True)
+        count += 1
+    if count:
+        model.opset_imports.setdefault(MS_DOMAIN, 1)
+    return count
+
+
+def _same_rank3(a: ir.Value, b: ir.Value) -> bool:
+    """Neither side is known to broadcast (skip norms add same-shaped activations)."""
+    ranks = {len(v.shape) for v in (a, b) if v.shape is not None}
+    return ranks <= {3}
+
+
+def count_ops(model: ir.Model) -> Counter:
+    return Counter(
+        node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+        for node in model.graph
+    )

@@ -1,0 +1,70 @@
+"""genai_config.json: what onnxruntime-genai reads to run a text-generation package.
+
+Built from the decoder component (its file, its I/O names, its layers' caches) and the
+config; onnxruntime-genai refuses keys it does not know, so only the fields it reads are
+written. A family onnxruntime-genai does not name runs as its generic "decoder" type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from converter.errors import MobiusError
+from converter.execution_providers import GQA
+
+GENAI_CONFIG = "genai_config.json"
+_SEARCH_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalty")
+
+
+def genai_config(package, generation: dict[str, Any]) -> dict[str, Any]:
+    """The config of `package` (a ModelPackage), with `generation` (generation_config.json)."""
+    cfg = package.config
+    [decoder] = [c for c in package.components if c.role == "decoder"]
+    kv_heads, head_size = _uniform_cache(decoder.caches)
+    eos = generation.get("eos_token_id", list(cfg.eos_token_id))
+    eos = eos if isinstance(eos, list) else [eos]
+    pad = generation.get("pad_token_id", cfg.pad_token_id)
+    pad = pad if pad is not None else (eos[0] if eos else 0)
+    bos = generation.get("bos_token_id", cfg.bos_token_id)
+    search = {"max_length": cfg.max_position_embeddings, "num_beams": 1, "do_sample": False}
+    search.update({k: generation[k] for k in _SEARCH_KEYS if generation.get(k) is not None})
+    attending = sum(cache.attends for cache in decoder.caches)
+    return {
+        "model": {
+            "type": package.family.genai_type,
+            "bos_token_id": bos if bos is not None else pad,
+            "eos_token_id": eos if len(eos) != 1 else eos[0],
+            "pad_token_id": pad,
+            "vocab_size": cfg.vocab_size,
+            "context_length": cfg.max_position_embeddings,
+            "decoder": {
+                "filename": decoder.filename,
+                "session_options": {"log_id": "onnxruntime-genai", "provider_options": []},
+                "head_size": head_size,
+                "hidden_size": cfg.hidden_size,
+                "num_attention_heads": cfg.num_attention_heads,
+                "num_key_value_heads": kv_heads,
+                "num_hidden_layers": len(decoder.caches),
+                **decoder.io,
+            },
+        },
+        # GroupQueryAttention updates a max-length cache in place; the standard op concats.
+        "search": {
+            "past_present_share_buffer": package.lowering.fusions.get(GQA, 0) == attending,
+            **search,
+        },
+    }
+
+
+def _uniform_cache(caches) -> tuple[int, int]:
+    """(kv heads, head size) of layers that all cache K and V alike, as genai expects."""
+    shapes = {(c.key[0], c.key[-1], c.value[-1]) for c in caches}
+    if len(shapes) != 1:
+        raise MobiusError(
+            "onnxruntime-genai needs every layer's cache to have one shape; this model's "
+            f"layers have {len(shapes)}"
+        )
+    [(kv_heads, key_size, value_size)] = shapes
+    if key_size != value_size:
+        raise MobiusError("onnxruntime-genai needs keys and values of one head size")
+    return kv_heads, key_size

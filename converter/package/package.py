@@ -1,0 +1,162 @@
+"""ModelPackage: a task's components with their bound weights, and how they are written.
+
+A saved package holds each component's graph (`model.onnx` for a decoder) with its external
+data beside it (`<file>.data`), `genai_config.json` for onnxruntime-genai (text generation),
+the source's tokenizer, processor and generation files, and `mobius.json` recording where it
+came from and how it was built.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import onnx_ir as ir
+from tqdm import tqdm
+
+from converter.config import GENERATION_CONFIG, ArchitectureConfig
+from converter.errors import MobiusError
+from converter.lowering import LoweringReport
+from converter.package.genai_config import GENAI_CONFIG, genai_config
+from converter.registry import Family
+from converter.sizes import human_size
+from converter.source import RUNTIME_FILES, Source
+from converter.tasks import OPSET, Component
+
+MANIFEST = "mobius.json"
+
+
+@dataclass
+class ModelPackage:
+    """A task's components with their bound weights, and how the package is written."""
+
+    components: list[Component]
+    config: ArchitectureConfig
+    family: Family
+    task: Any  # the task that made the components
+    source: Source
+    ep: str
+    dtype: str
+    lowering: LoweringReport
+
+    @property
+    def model(self) -> ir.Model:
+        """The graph of a one-component package (text generation's decoder)."""
+        if len(self.components) != 1:
+            raise ValueError(f"the package has {len(self.components)} components: pick one")
+        return self.components[0].model
+
+    def save(self, output: str | Path, *, progress: bool = True) -> Path:
+        """Write the package into `output`; files appear there only once all are written."""
+        output = Path(output)
+        try:
+            output.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=output, prefix=".partial-") as staging:
+                self._write_files(Path(staging), progress)
+                for item in sorted(Path(staging).iterdir()):
+                    item.replace(output / item.name)
+        except OSError as err:
+            raise MobiusError(self._write_failure(output, err)) from err
+        return output
+
+    def _write_files(self, staging: Path, progress: bool) -> None:
+        for component in self.components:
+            path = staging / component.filename
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_model(component.model, path, progress)
+        if self.task.name == "text-generation":
+            generation = _read_json(self.source.path / GENERATION_CONFIG)
+            _write_json(staging / GENAI_CONFIG, genai_config(self, generation))
+        for name in RUNTIME_FILES:
+            if (self.source.path / name).is_file():
+                shutil.copyfile(self.source.path / name, staging / name)
+        _write_json(staging / MANIFEST, self.manifest())
+
+    def _write_failure(self, output: Path, err: OSError) -> str:
+        """One line: what failed, and the disk space the package needs against what is free
+        (a full disk surfaces as a bare short write, e.g. "16384 requested and 3072 written")."""
+        needed = sum(
+            v.const_value.nbytes
+            for c in self.components
+            for v in c.model.graph.initializers.values()
+        )
+        where = next((p for p in (output, *output.parents) if p.exists()), Path("/"))
+        free = shutil.disk_usage(where).free
+        cause = err.strerror or str(err) or type(err).__name__
+        return (
+            f"writing the package to {output} failed ({cause}); it needs about "
+            f"{human_size(needed)} and its disk has {human_size(free)} free"
+        )
+
+    def manifest(self) -> dict[str, Any]:
+        return {
+            "source": {
+                "repo_id": self.source.repo_id,
+                "revision": self.source.revision,
+                "path": None if self.source.repo_id else str(self.source.path),
+            },
+            "model_type": self.config.model_type,
+            "task": self.task.name,
+            "components": [{"role": c.role, "filename": c.filename} for c in self.components],
+            "ep": self.ep,
+            "dtype": self.dtype,
+            "opset": OPSET,
+            "lowering": self.lowering.as_dict(),
+            "versions": {
+                name: _version(dist)
+                for name, dist in (
+                    ("mobius", "mobius-hub"),
+                    ("onnx", "onnx"),
+                    ("onnx_ir", "onnx-ir"),
+                    ("onnxscript", "onnxscript"),
+                    ("onnxruntime", "onnxruntime"),
+                )
+            },
+            "built_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        }
+
+
+def _write_model(model: ir.Model, path: Path, progress: bool) -> None:
+    """`path` and its external data `path`.data; the bar starts at the first tensor, the
+    first moment its total is known."""
+    bar = None
+
+    def tick(_tensor, info) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(desc=f"writing {path.name}", unit="tensor", total=info.total)
+        bar.update(1)
+
+    try:
+        callback = tick if progress else None
+        ir.save(model, path, external_data=f"{path.name}.data", callback=callback, max_workers=2)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n")

@@ -1,0 +1,9 @@
+"""Tasks: the I/O contracts. A task turns a model into named components (role, graph, I/O
+names); only tasks name graph inputs and outputs."""
+
+from converter.tasks.base import OPSET, Component
+from converter.tasks.text_generation import DecoderInputs, TextGenerationTask
+
+TASKS = {"text-generation": TextGenerationTask()}
+
+__all__ = ["OPSET", "TASKS", "Component", "DecoderInputs", "TextGenerationTask"]

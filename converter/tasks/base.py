@@ -1,0 +1,43 @@
+"""What a task produces: components, each one ONNX graph with its role, file and I/O names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx_ir as ir
+from onnxscript import nn
+
+from converter.components.cache import LayerCache
+
+OPSET = 23
+
+
+@dataclass
+class Component:
+    """One graph of a package. `module` owns its weights (several components may share one:
+    weights bind once across all of them); `io` holds the input/output names its runtime
+    reads, as genai_config.json spells them; `caches` is each layer's cache, as declared by
+    the model."""
+
+    role: str  # "decoder" | "encoder" | "vision" | "embedding"
+    filename: str  # where the package saves the graph, e.g. "model.onnx"
+    model: ir.Model
+    module: nn.Module
+    io: dict[str, Any]
+    caches: list[LayerCache] = field(default_factory=list)
+
+
+def new_graph(name: str = "main_graph") -> ir.Graph:
+    return ir.Graph([], [], nodes=[], opset_imports={"": OPSET}, name=name)
+
+
+def as_model(graph: ir.Graph) -> ir.Model:
+    return ir.Model(graph, ir_version=10, producer_name="mobius")
+
+
+def set_output(builder, value: ir.Value, name: str, dims: list, dtype: ir.DataType) -> None:
+    """Name `value` a graph output with its symbolic shape and type."""
+    builder.add_output(value, name)
+    value.shape = ir.Shape(dims)
+    value.type = ir.TensorType(dtype)

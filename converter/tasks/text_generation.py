@@ -1,0 +1,97 @@
+"""text-generation: a causal LM with its cache, in the layout onnxruntime-genai feeds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx_ir as ir
+from onnxscript import GraphBuilder
+
+from converter.config import ArchitectureConfig
+from converter.tasks.base import Component, as_model, new_graph, set_output
+
+MODEL_FILE = "model.onnx"
+
+
+@dataclass
+class DecoderInputs:
+    """What a decoder model reads: token ids [batch, sequence] or, when `embedded`, their
+    embeddings [batch, sequence, hidden]; the mask over past + new tokens; positions
+    [batch, sequence] (or [3, batch, sequence] for mrope); each layer's (key, value) past."""
+
+    tokens: ir.Value
+    embedded: bool
+    attention_mask: ir.Value
+    position_ids: ir.Value
+    past: list[tuple[ir.Value, ir.Value]]
+
+
+@dataclass(frozen=True)
+class TextGenerationTask:
+    """One `decoder` component.
+
+    inputs:  input_ids [batch, sequence_length] (or inputs_embeds [batch, sequence_length,
+             hidden] with `inputs_embeds`), attention_mask [batch, total_sequence_length],
+             position_ids [batch, sequence_length] (or [3, batch, sequence_length] with
+             `mrope`), past_key_values.{i}.key / .value [batch, *the layer's cache shape]
+    outputs: logits [batch, sequence_length, vocab_size], present.{i}.key / .value
+    """
+
+    name: str = "text-generation"
+    inputs_embeds: bool = False
+    mrope: bool = False
+    past_key: str = "past_key_values.%d.key"
+    past_value: str = "past_key_values.%d.value"
+    present_key: str = "present.%d.key"
+    present_value: str = "present.%d.value"
+
+    def components(self, model, cfg: ArchitectureConfig, dtype: ir.DataType) -> list[Component]:
+        graph = new_graph()
+        builder = GraphBuilder(graph)
+        i64 = ir.DataType.INT64
+        seq = ["batch", "sequence_length"]
+        if self.inputs_embeds:
+            tokens = builder.input("inputs_embeds", dtype, [*seq, cfg.hidden_size])
+        else:
+            tokens = builder.input("input_ids", i64, seq)
+        attention_mask = builder.input("attention_mask", i64, ["batch", "total_sequence_length"])
+        position_ids = builder.input("position_ids", i64, [3, *seq] if self.mrope else seq)
+        caches = model.caches()
+        past = [
+            (
+                builder.input(self.past_key % i, dtype, _dims(cache.key, "past_sequence_length")),
+                builder.input(
+                    self.past_value % i, dtype, _dims(cache.value, "past_sequence_length")
+                ),
+            )
+            for i, cache in enumerate(caches)
+        ]
+        inputs = DecoderInputs(tokens, self.inputs_embeds, attention_mask, position_ids, past)
+        logits, presents = model(builder.op, inputs)
+        set_output(builder, logits, "logits", [*seq, cfg.vocab_size], dtype)
+        for i, ((key, value), cache) in enumerate(zip(presents, caches, strict=True)):
+            set_output(builder, key, self.present_key % i, _dims(cache.key), dtype)
+            set_output(builder, value, self.present_value % i, _dims(cache.value), dtype)
+        return [Component("decoder", MODEL_FILE, as_model(graph), model, self.io_names(), caches)]
+
+    def io_names(self) -> dict:
+        """The names genai_config.json declares for the decoder."""
+        first = "inputs_embeds" if self.inputs_embeds else "input_ids"
+        return {
+            "inputs": {
+                first: first,
+                "attention_mask": "attention_mask",
+                "position_ids": "position_ids",
+                "past_key_names": self.past_key,
+                "past_value_names": self.past_value,
+            },
+            "outputs": {
+                "logits": "logits",
+                "present_key_names": self.present_key,
+                "present_value_names": self.present_value,
+            },
+        }
+
+
+def _dims(shape: tuple, sequence: str = "total_sequence_length") -> list:
+    return ["batch", *(sequence if d == "sequence" else d for d in shape)]

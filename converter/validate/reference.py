@@ -1,0 +1,59 @@
+"""transformers as the reference: the same checkpoint in float32, eager attention, its own KV
+cache. Used by `validate` and by the parity tests (torch and transformers load only here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+class TransformersReference:
+    """A causal LM stepped like the ONNX decoder: prefill, then one token per call."""
+
+    def __init__(self, model) -> None:
+        import torch
+
+        self.torch, self.model = torch, model
+
+    @classmethod
+    def load(cls, folder: Path) -> TransformersReference:
+        import torch
+        import transformers
+
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            folder, dtype=torch.float32, attn_implementation="eager"
+        )
+        return cls(model.eval())
+
+    def run(self, ids: np.ndarray, mask: np.ndarray, steps: list[np.ndarray]) -> list[np.ndarray]:
+        """Logits (float32) of the prefill and of each step in `steps`, positions from the mask
+        (so left padding counts from the first real token)."""
+        torch, outputs, cache = self.torch, [], None
+        position = np.clip(mask.cumsum(-1) - 1, 0, None)
+        with torch.no_grad():
+            for token in [ids, *steps]:
+                if cache is not None:
+                    mask = np.concatenate([mask, np.ones((mask.shape[0], 1), mask.dtype)], 1)
+                    position = position[:, -1:] + 1
+                out = self.model(
+                    input_ids=torch.tensor(token),
+                    attention_mask=torch.tensor(mask),
+                    position_ids=torch.tensor(position),
+                    cache=cache,
+                    use_cache=True,
+                )
+                cache = out.cache
+                outputs.append(out.logits.float().numpy())
+        return outputs
+
+    def greedy(self, ids: np.ndarray, new_tokens: int) -> tuple[list[int], float]:
+        with self.torch.no_grad():
+            out = self.model.generate(
+                self.torch.tensor(ids),
+                attention_mask=self.torch.ones(ids.shape, dtype=self.torch.long),
+                max_new_tokens=new_tokens,
+                min_new_tokens=new_tokens,
+                do_sample=False,
+            )
+        return out[0, ids.shape[1] :].tolist(), float("nan")

@@ -1,0 +1,156 @@
+"""validate(): prove a package in onnxruntime against a reference, with numbers.
+
+The package runs its task's probe on the host's EP. The reference is `transformers` on the
+same checkpoint when it is installed, otherwise the portable `default` f32 variant built on the
+fly. A variant whose EP is not on the host is checked structurally and reported as not executed,
+never as passed; the `default` f32 variant without transformers has no reference but itself and
+is reported as unverified.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import onnxruntime as ort
+
+from converter.errors import MobiusError, SourceError, missing_modules, require_extra
+from converter.execution_providers import EXECUTION_PROVIDERS
+from converter.package import MANIFEST
+from converter.source import Source, resolve_source
+from converter.validate import text_generation
+from converter.validate.report import THRESHOLDS, ValidationReport
+from converter.validate.runtime import OnnxDecoder
+
+DECODE_STEPS = 8
+REFERENCES = ("auto", "transformers", "default")
+REFERENCE_EXTRA = ("validate", ("torch", "transformers"))  # pyproject.toml's extra
+PROBES = {"text-generation": text_generation}
+
+
+def validate(
+    package: str | Path,
+    *,
+    reference: str = "auto",
+    steps: int = DECODE_STEPS,
+    source: str | Path | Source | None = None,
+) -> ValidationReport:
+    """Validate a saved package; `reference` is "auto", "transformers" or "default".
+
+    `source` is the checkpoint the package was built from (a folder, a Hub id or a resolved
+    `Source`); by default the one its manifest records.
+    """
+    _check_arguments(reference, steps)
+    package = Path(package)
+    manifest = _read_manifest(package)
+    ep = EXECUTION_PROVIDERS[manifest["ep"]]
+    report = ValidationReport(
+        package=str(package),
+        ep=ep.name,
+        dtype=manifest["dtype"],
+        status="not executed",
+        thresholds=THRESHOLDS[manifest["dtype"]],
+        fallbacks=manifest.get("lowering", {}).get("fallbacks", []),
+    )
+    probe = PROBES[manifest["task"]]
+    report.failures += probe.missing_files(package)
+    if ep.ort_provider not in ort.get_available_providers():
+        from converter.kernels import structural_report
+
+        for component in _components(manifest):
+            found = structural_report(package / component["filename"], ep.name)
+            if report.structural is None:
+                report.structural = found
+            else:
+                report.structural["unsupported_ops"] += found["unsupported_ops"]
+            if found["checker"] != "ok":
+                checker = found["status"]
+                report.failures.append(
+                    f"the ONNX checker rejects {component['filename']}: {checker}"
+                )
+        return report.conclude("not executed")
+    kind = _reference_kind(reference)
+    if kind == "default-f32" and (ep.name, report.dtype) == ("default", "f32"):
+        report.reason = _self_comparison(reference)
+        return report.conclude("unverified")
+    source = _resolved(source) if source is not None else _source_of(manifest)
+    with tempfile.TemporaryDirectory(prefix="mobius-reference-") as scratch:
+        report.reference = kind
+        probe.probe(
+            package, ep.ort_provider, _reference(kind, source, Path(scratch)), report, steps
+        )
+    return report.conclude("passed")
+
+
+def _components(manifest: dict) -> list[dict]:
+    """The package's graphs; packages written before components were recorded hold one."""
+    return manifest.get("components") or [{"role": "decoder", "filename": "model.onnx"}]
+
+
+def _check_arguments(reference: str, steps: int) -> None:
+    if reference not in REFERENCES:
+        raise MobiusError(f"unknown reference {reference!r}: use one of {', '.join(REFERENCES)}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise MobiusError(f"steps must be a whole number of at least 1, got {steps!r}")
+    if reference == "transformers":
+        require_extra(*REFERENCE_EXTRA, needed_by="the transformers reference")
+
+
+def _read_manifest(package: Path) -> dict:
+    path = package / MANIFEST
+    if not path.is_file():
+        raise MobiusError(f"{package} is not a mobius package: it has no mobius.json")
+    return json.loads(path.read_text())
+
+
+def _reference_kind(reference: str) -> str:
+    if reference == "transformers" or (
+        reference == "auto" and not missing_modules(REFERENCE_EXTRA[1])
+    ):
+        return "transformers"
+    return "default-f32"
+
+
+def _self_comparison(reference: str) -> str:
+    install = f'pip install "mobius-hub[{REFERENCE_EXTRA[0]}]"'
+    if reference == "default":
+        return (
+            "the default reference is this same variant rebuilt, so nothing independent checked "
+            f"it: use the transformers reference ({install})"
+        )
+    return (
+        "no independent reference: torch and transformers are not installed, and the default "
+        f"f32 variant would only be compared with itself. Install them with: {install}"
+    )
+
+
+def _resolved(source: str | Path | Source) -> Source:
+    return source if isinstance(source, Source) else resolve_source(str(source), progress=False)
+
+
+def _source_of(manifest: dict) -> Source:
+    origin = manifest["source"]
+    hint = (
+        "validate compares against the checkpoint the package was built from: "
+        "give its location with --source DIR (Python: source=DIR)"
+    )
+    if origin.get("repo_id"):
+        try:
+            return resolve_source(origin["repo_id"], revision=origin["revision"], progress=False)
+        except SourceError as err:
+            raise SourceError(f"{err}; {hint}") from None
+    if not Path(origin["path"]).is_dir():
+        raise SourceError(f"the package was built from {origin['path']}, which is gone; {hint}")
+    return resolve_source(origin["path"], progress=False)
+
+
+def _reference(kind: str, source: Source, scratch: Path):
+    if kind == "transformers":
+        from converter.validate.reference import TransformersReference
+
+        return TransformersReference.load(source.path)
+    from converter.build import build
+
+    build(str(source.path), ep="default", dtype="f32", progress=False).save(scratch, progress=False)
+    return OnnxDecoder(scratch)
