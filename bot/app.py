@@ -13,7 +13,6 @@ import hashlib
 import hmac
 import logging
 import os
-import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -28,7 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from bot.commands import (
-    NAME,
     Command,
     CommandError,
     check_repo_id,
@@ -47,6 +45,7 @@ from bot.replies import (
     status_text,
 )
 from bot.store import OUTAGES, BotStore
+from converter.repo_files import is_repo_id
 from pipeline.admission import ReadAs
 from pipeline.jobs import ConversionRequest, JobQueue, JobRefused
 from pipeline.request import BadRequest, Origin
@@ -106,7 +105,7 @@ def github_users(text: str) -> dict[str, frozenset[str]]:
     mapping: dict[str, set[str]] = {}
     for item in filter(None, (i.strip() for i in text.split(","))):
         login, _, namespace = (part.strip() for part in item.partition("="))
-        if not login or not re.fullmatch(NAME, namespace):
+        if not login or "/" in namespace or not is_repo_id(namespace):  # one part: a name
             raise ValueError(f"MOBIUS_GITHUB_USERS: '{item}' is not `github-login=hub-namespace`")
         mapping.setdefault(login.lower(), set()).add(namespace)
     return {login: frozenset(names) for login, names in mapping.items()}

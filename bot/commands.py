@@ -14,14 +14,14 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
+from converter.repo_files import is_repo_id
+
 Action = Literal["convert", "help", "status"]
 ACTIONS: tuple[Action, ...] = ("convert", "help", "status")
 DEFAULT_EPS = ("cpu",)
 DEFAULT_DTYPES = ("f32",)
 MAX_VALUES = 4  # execution providers or dtypes in one command
 MAX_COMMAND_CHARS = 500
-NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
-REPO_ID = re.compile(rf"{NAME}/{NAME}")
 TOKEN = re.compile(r"[a-z0-9][a-z0-9_]{0,31}")
 REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
 
@@ -96,7 +96,7 @@ def parse_github(text: str, handle: str) -> Command | None:
 
 def check_repo_id(repo_id: str, handle: str = "mobius-bot") -> str:
     """`namespace/name` with Hub-legal characters; no `..`, `--`, slashes or URLs."""
-    if not REPO_ID.fullmatch(repo_id) or ".." in repo_id or "--" in repo_id:
+    if not is_repo_id(repo_id, namespaced=True):
         shown = repo_id[:100].replace("`", "'")
         raise CommandError(
             f"`{shown}` is not a Hub model id; write it as `namespace/name`. {usage(handle)}"

@@ -21,7 +21,7 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import tqdm as hf_tqdm
 
 from converter.errors import SourceError
-from converter.source import CONFIG, INDEX, PICKLE_SUFFIXES, Source, fetch_plan
+from converter.repo_files import CONFIG, INDEX, PICKLE_SUFFIXES, fetch_plan
 
 
 class _QuietTqdm(hf_tqdm):
@@ -29,8 +29,11 @@ class _QuietTqdm(hf_tqdm):
         super().__init__(*args, **{**kwargs, "disable": True})
 
 
-def download(model: str, revision: str | None, token: str | None, progress: bool) -> Source:
-    """Each Hub failure becomes one SourceError line; the token never appears in it."""
+def download(
+    model: str, revision: str | None, token: str | None, progress: bool
+) -> tuple[Path, str]:
+    """The snapshot folder and the commit sha it is pinned to. Each Hub failure becomes one
+    SourceError line; the token never appears in it."""
     api = HfApi(token=token)
     try:
         return _download(api, model, revision, token, progress)
@@ -70,7 +73,7 @@ def download(model: str, revision: str | None, token: str | None, progress: bool
 
 def _download(
     api: HfApi, repo_id: str, revision: str | None, token: str | None, progress: bool
-) -> Source:
+) -> tuple[Path, str]:
     info = api.model_info(repo_id, revision=revision, files_metadata=True)
     sha = info.sha
     if sha is None:
@@ -86,7 +89,7 @@ def _download(
     path = snapshot_download(
         repo_id, revision=sha, token=token, allow_patterns=sorted({*side, *weights}), **quiet
     )
-    return Source(Path(path), repo_id, sha)
+    return Path(path), sha
 
 
 def _weights(

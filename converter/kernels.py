@@ -22,13 +22,11 @@ import onnx
 import onnx.external_data_helper
 import onnx_ir as ir
 
-EPS = ("cpu", "cuda", "dml", "webgpu")
-_ALIASES = {
-    "cpuexecutionprovider": "cpu",
-    "cudaexecutionprovider": "cuda",
-    "dmlexecutionprovider": "dml",
-    "webgpuexecutionprovider": "webgpu",
-}
+from converter.execution_providers import EXECUTION_PROVIDERS
+
+# The EPs with a kernel table: every EP record but the portable default (which runs on CPU).
+EPS = tuple(name for name in EXECUTION_PROVIDERS if name != "default")
+_ALIASES = {EXECUTION_PROVIDERS[name].ort_provider.lower(): name for name in EPS}
 # Nodes onnxruntime turns into initializers instead of running a kernel.
 _NO_KERNEL_NEEDED = {("ai.onnx", "Constant")}
 _PROTO_LIMIT = 2**31 - 1

@@ -24,9 +24,8 @@ import onnx_ir as ir
 
 from converter.dtypes import NUMPY_OF
 from converter.errors import WeightsError
+from converter.repo_files import INDEX, PICKLE_SUFFIXES
 
-INDEX_FILE = "model.safetensors.index.json"
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 _MAX_DIMS = 8
 # Header caps, summed over a checkpoint's shards and checked on the raw bytes before any JSON
 # is parsed. A header entry costs about 110 bytes and 11 JSON items (its name, dtype, shape
@@ -95,7 +94,7 @@ class Checkpoint:
                 self.tensors[ref.name] = ref
 
     def _shards(self) -> list[Path]:
-        index = self.folder / INDEX_FILE
+        index = self.folder / INDEX
         if index.is_file():
             return self._indexed_shards(index)
         shards = sorted(p for p in self.folder.glob("*.safetensors") if p.is_file())
@@ -113,14 +112,14 @@ class Checkpoint:
         try:
             weight_map = json.loads(index.read_text())["weight_map"]
         except (ValueError, RecursionError, KeyError, TypeError) as err:
-            raise WeightsError(f"{INDEX_FILE} is malformed: {err}") from None
+            raise WeightsError(f"{INDEX} is malformed: {err}") from None
         if not isinstance(weight_map, dict):
-            raise WeightsError(f"{INDEX_FILE}: 'weight_map' must be an object")
+            raise WeightsError(f"{INDEX}: 'weight_map' must be an object")
         shards = []
         for file_name in sorted({safe_file_name(name) for name in weight_map.values()}):
             shard = self.folder / file_name
             if not shard.is_file():
-                raise WeightsError(f"{INDEX_FILE} names shard '{file_name}', which is missing")
+                raise WeightsError(f"{INDEX} names shard '{file_name}', which is missing")
             shards.append(shard)
         return shards
 

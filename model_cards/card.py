@@ -18,6 +18,7 @@ from urllib.parse import quote
 import jinja2
 
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
+from converter.repo_files import is_repo_id
 from converter.sizes import human_size
 
 Mode = Literal["pr", "repo", "local"]  # published as a PR, as a repo, or kept on disk
@@ -31,7 +32,6 @@ VERSION_KEYS = ("mobius", "onnxscript", "onnx_ir", "onnx", "onnxruntime")
 GENAI_PROVIDERS = {"cuda": "cuda", "dml": "dml", "webgpu": "webgpu"}  # og.Config names
 GPU_EPS = ("cuda", "dml", "webgpu")
 
-_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
 _FOLDER = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 _LICENSE_ID = re.compile(r"[a-z0-9][a-z0-9.+-]*")
 _PIPELINE_TAG = re.compile(r"[a-z][a-z0-9-]*")
@@ -162,7 +162,7 @@ def render(
         front_matter=front_matter(source, variants),
         mode=mode,
         note=_cell(note),
-        repo_id=_checked(target, _REPO_ID, "repo id") if target else None,
+        repo_id=_repo_id(target) if target else None,
         link_prefix="onnx/" if mode == "repo" else "",
         primary=primary,
         genai_provider=GENAI_PROVIDERS.get(primary["ep"]),
@@ -190,7 +190,7 @@ def front_matter(source: SourceInfo, variants: list[VariantInfo]) -> dict[str, s
     """The card's Hub metadata; every value is a plain YAML scalar (checked)."""
     data: dict[str, str | list[str]] = {}
     if source.repo_id is not None:  # a local folder has no base model or terms on the Hub
-        data["base_model"] = _checked(source.repo_id, _REPO_ID, "repo id")
+        data["base_model"] = _repo_id(source.repo_id)
         data |= _license(source)
     data["pipeline_tag"] = _pipeline_tag(source, variants)
     data["tags"] = _tags(variants)
@@ -211,7 +211,7 @@ def _context(source: SourceInfo, variants: list[VariantInfo]) -> dict[str, Any]:
     return {
         "source": source,
         "name": _cell(source.name),
-        "source_url": f"{HUB_URL}/{_checked(source.repo_id, _REPO_ID, 'repo id')}" if hub else "",
+        "source_url": f"{HUB_URL}/{_repo_id(source.repo_id)}" if hub else "",
         "revision": _cell(source.revision),
         "ref": _cell(source.ref or ""),
         "unreviewed": source.unreviewed,
@@ -393,6 +393,12 @@ def _url_part(text: str, safe: str = "") -> str:
 def _checked(value: str, pattern: re.Pattern[str], what: str) -> str:
     if not isinstance(value, str) or not pattern.fullmatch(value):
         raise ValueError(f"invalid {what}: {value!r}")
+    return value
+
+
+def _repo_id(value: str) -> str:
+    if not isinstance(value, str) or not is_repo_id(value):
+        raise ValueError(f"invalid repo id: {value!r}")
     return value
 
 

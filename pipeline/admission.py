@@ -29,7 +29,7 @@ from huggingface_hub.errors import (
 )
 
 from converter.errors import MobiusError, SourceError
-from converter.source import fetch_plan
+from converter.repo_files import fetch_plan
 from pipeline.request import ConversionRequest
 
 ReadAs = str | bool | None

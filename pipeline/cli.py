@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TextIO
 
@@ -71,12 +73,12 @@ def register_queue_commands(subparsers: argparse._SubParsersAction) -> None:
     w.add_argument("--runner", help="job runner, module:function (default: the converter)")
     w.add_argument("--concurrency", type=int, default=1, help="jobs at once (default 1)")
     w.add_argument("--lease", type=float, help="seconds without heartbeat before a re-run")
-    w.set_defaults(handler=_worker)
+    w.set_defaults(handler=worker_command)
     j = subparsers.add_parser("jobs", help="recent jobs and their state, or one job as JSON")
     add_queue_args(j)
     j.add_argument("job_id", nargs="?", help="show this job with its progress and log")
     j.add_argument("--limit", type=int, default=20, help="how many jobs (default 20)")
-    j.set_defaults(handler=_jobs)
+    j.set_defaults(handler=jobs_command)
 
 
 def add_queue_args(parser: argparse.ArgumentParser) -> None:
@@ -89,16 +91,60 @@ def add_queue_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis-url", help="shared Redis queue (default $MOBIUS_REDIS_URL)")
 
 
-def _worker(args: argparse.Namespace) -> int:
-    from pipeline.jobs import worker_command
+def worker_command(args: argparse.Namespace) -> int:
+    """Run queued conversion jobs until SIGINT/SIGTERM."""
+    import redis
 
-    return worker_command(args)
+    from pipeline.jobs import DEFAULT_LEASE_S, DEFAULT_RUNNER, JobQueue
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    try:
+        queue = JobQueue(
+            args.data_dir,
+            args.redis_url,
+            runner=args.runner or DEFAULT_RUNNER,
+            lease_s=args.lease or DEFAULT_LEASE_S,
+        )
+        queue.run_worker(args.concurrency)
+    except (MobiusError, redis.RedisError) as err:
+        print(f"mobius worker: {err}", file=sys.stderr)
+        return 2
+    return 0
 
 
-def _jobs(args: argparse.Namespace) -> int:
-    from pipeline.jobs import jobs_command
+def jobs_command(args: argparse.Namespace) -> int:
+    """List recent jobs and their state, or show one job in full (JSON)."""
+    import redis
 
-    return jobs_command(args)
+    from pipeline.jobs import JobQueue
+
+    try:
+        queue = JobQueue(args.data_dir, args.redis_url)
+        if args.job_id:
+            print(json.dumps(queue.get(args.job_id).to_dict(), indent=2))
+            return 0
+        jobs = queue.recent(args.limit)
+    except (MobiusError, redis.RedisError) as err:
+        print(f"mobius jobs: {err}", file=sys.stderr)
+        return 1
+    now = time.time()
+    print(f"{'id':16}  {'state':9}  {'stage':8}  {'try':>3}  {'age':>5}  request / outcome")
+    for job in jobs:
+        r = job.request
+        outcome = job.error or (job.result or {}).get("url") or ""
+        print(
+            f"{job.id:16}  {job.state:9}  {job.stage or '-':8}  {job.attempts:>3}  "
+            f"{_age(now - job.created_at):>5}  {r.source} [{','.join(r.variants)}] -> "
+            f"{r.publish} by {r.requester or '(cli)'}{'  ' + outcome if outcome else ''}"
+        )
+    return 0
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from huggingface_hub import HfApi
 import model_cards
 from converter.build import build
 from converter.errors import MobiusError
+from converter.repo_files import is_repo_id
 from converter.source import Source, resolve_source
 from converter.validate import PUBLISHABLE, summarize, validate
 from pipeline.jobs import ConversionRequest, Reporter
@@ -176,7 +177,7 @@ def run(request: ConversionRequest, reporter: Reporter) -> dict[str, Any]:
     service's token (`HF_TOKEN`). Returns the JSON-ready result without worker paths; a request
     that publishes nothing (download only) keeps `archive`, a zip of the packages and card in
     `reporter.results`."""
-    if request.origin != "cli" and not _is_repo_id(request.source):
+    if request.origin != "cli" and not is_repo_id(request.source):
         raise MobiusError("only Hub repo ids can be converted by the service")
     output = Path(reporter.workdir)  # type: ignore[attr-defined]
     result = convert(request, reporter, output=output, token=os.environ.get(TOKEN_ENV) or None)
@@ -191,7 +192,3 @@ def run(request: ConversionRequest, reporter: Reporter) -> dict[str, Any]:
         name = f"{request.source.replace('/', '--')}-onnx"
         answer["archive"] = shutil.make_archive(str(results / name), "zip", output, "onnx")
     return answer
-
-
-def _is_repo_id(source: str) -> bool:
-    return not Path(source).expanduser().exists() and not source.startswith(("/", ".", "~"))

@@ -15,7 +15,6 @@ lease (its worker died) and fails it after `Limits.max_attempts` starts. See doc
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import logging
@@ -23,7 +22,6 @@ import os
 import shutil
 import signal
 import socket
-import sys
 import tempfile
 import threading
 import time
@@ -34,16 +32,14 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-import redis
 from huey import RedisHuey, SqliteHuey
 from huey.api import Huey
 from huey.consumer import Consumer
 from huey.registry import Message
 from huey.serializer import Serializer
-from huggingface_hub.errors import HFValidationError
-from huggingface_hub.utils import validate_repo_id
 
 from converter.errors import MobiusError
+from converter.repo_files import is_repo_id
 from model_cards import human_size
 from pipeline.admission import Checkpoint, JobRefused, ReadAs, probe_checkpoint
 from pipeline.request import ConversionRequest
@@ -568,11 +564,9 @@ def _check_source(request: ConversionRequest) -> None:
     """Remote front doors name Hub repos only; a folder on the worker is for the CLI."""
     if request.origin == "cli" and Path(request.source).expanduser().is_dir():
         return
-    try:
-        validate_repo_id(request.source)
-    except HFValidationError as err:
+    if not is_repo_id(request.source):
         what = "a local folder or a" if request.origin == "cli" else "a"
-        raise JobRefused(f"'{request.source}' is not {what} Hub model id (namespace/name)") from err
+        raise JobRefused(f"'{request.source}' is not {what} Hub model id (namespace/name)")
 
 
 def _check_readable_export(request: ConversionRequest) -> None:
@@ -600,69 +594,3 @@ def _duration(seconds: float) -> str:
             n = int(seconds // size)
             return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
     return f"{seconds:g} s"
-
-
-# -- command line: `mobius worker`, `mobius jobs` ----------------------------------------------
-def worker_command(args: argparse.Namespace) -> int:
-    """Run queued conversion jobs until SIGINT/SIGTERM."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    try:
-        queue = JobQueue(
-            args.data_dir,
-            args.redis_url,
-            runner=args.runner or DEFAULT_RUNNER,
-            lease_s=args.lease or DEFAULT_LEASE_S,
-        )
-        queue.run_worker(args.concurrency)
-    except (MobiusError, redis.RedisError) as err:
-        print(f"mobius worker: {err}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def jobs_command(args: argparse.Namespace) -> int:
-    """List recent jobs and their state, or show one job in full (JSON)."""
-    try:
-        queue = JobQueue(args.data_dir, args.redis_url)
-        if args.job_id:
-            print(json.dumps(queue.get(args.job_id).to_dict(), indent=2))
-            return 0
-        jobs = queue.recent(args.limit)
-    except (MobiusError, redis.RedisError) as err:
-        print(f"mobius jobs: {err}", file=sys.stderr)
-        return 1
-    now = time.time()
-    print(f"{'id':16}  {'state':9}  {'stage':8}  {'try':>3}  {'age':>5}  request / outcome")
-    for job in jobs:
-        r = job.request
-        outcome = job.error or (job.result or {}).get("url") or ""
-        print(
-            f"{job.id:16}  {job.state:9}  {job.stage or '-':8}  {job.attempts:>3}  "
-            f"{_age(now - job.created_at):>5}  {r.source} [{','.join(r.variants)}] -> "
-            f"{r.publish} by {r.requester or '(cli)'}{'  ' + outcome if outcome else ''}"
-        )
-    return 0
-
-
-def _age(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit}"
-    return f"{int(seconds)}s"
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m pipeline.jobs worker|jobs ...` (the same as `mobius worker|jobs`)."""
-    from pipeline.cli import register_queue_commands
-
-    parser = argparse.ArgumentParser(prog="python -m pipeline.jobs")
-    register_queue_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.handler(args)
-
-
-if __name__ == "__main__":
-    # Run through the imported module, so the huey task is named `pipeline.jobs.run_job` here too.
-    from pipeline import jobs
-
-    sys.exit(jobs.main())

@@ -19,8 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from converter.config import FULL, SLIDING
+
 OUT = Path(__file__).parents[1] / "converter" / "data" / "config_defaults.json"
-_FULL, _SLIDING = "full_attention", "sliding_attention"
 
 
 def family_defaults(model_type: str) -> dict[str, Any]:
@@ -43,9 +44,9 @@ def family_defaults(model_type: str) -> dict[str, Any]:
     }
     rope = cls().to_dict().get("rope_parameters")
     if rope:
-        if _FULL in rope:  # nested per layer type (Gemma 3)
-            defaults["rope_local_base_freq"] = rope[_SLIDING]["rope_theta"]
-            rope = rope[_FULL]
+        if FULL in rope:  # nested per layer type (Gemma 3)
+            defaults["rope_local_base_freq"] = rope[SLIDING]["rope_theta"]
+            rope = rope[FULL]
         defaults["rope_theta"] = rope["rope_theta"]
         if "partial_rotary_factor" in rope:
             defaults["partial_rotary_factor"] = rope["partial_rotary_factor"]

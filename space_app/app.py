@@ -33,11 +33,9 @@ from huggingface_hub import HfApi, hf_hub_download
 from huggingface_hub.errors import (
     GatedRepoError,
     HfHubHTTPError,
-    HFValidationError,
     OfflineModeIsEnabled,
     RepositoryNotFoundError,
 )
-from huggingface_hub.utils import validate_repo_id
 
 import model_cards
 from converter.build import MAX_CONFIG_BYTES, read_config
@@ -45,6 +43,7 @@ from converter.config import model_type_of
 from converter.errors import MobiusError
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
 from converter.registry import families
+from converter.repo_files import is_repo_id
 from model_cards import variant_order
 from pipeline.convert import TOKEN_ENV
 from pipeline.jobs import ConversionRequest, Job, JobQueue
@@ -125,12 +124,11 @@ def check_model(model_id: str, token: str | bool = False) -> str:
     model_id = model_id.strip()
     if not model_id:
         return ""
+    if not is_repo_id(model_id):
+        return f"❌ `{model_id}` is not a Hub model id (namespace/name)"
     try:
-        validate_repo_id(model_id)
         info = HfApi(token=token).model_info(model_id, files_metadata=True, timeout=HUB_TIMEOUT_S)
         model_type = model_type_of(_remote_config(model_id, info, token))
-    except HFValidationError:
-        return f"❌ `{model_id}` is not a Hub model id (namespace/name)"
     except GatedRepoError:
         return f"🔒 `{model_id}` is gated: sign in and accept its terms on the Hub first"
     except RepositoryNotFoundError:

@@ -18,7 +18,8 @@ from huggingface_hub import CommitOperationAdd, HfApi
 
 from bot.app import Settings, create_app, github_users
 from bot.replies import GitHubReplies, HubReplies
-from pipeline.jobs import JobQueue, Limits, jobs_command
+from pipeline.cli import jobs_command
+from pipeline.jobs import JobQueue, Limits
 from tests.github_server import FakeGitHub
 from tests.hub_server import FakeHub
 from tests.test_bot import BOT, BOT_TOKEN, GH_TOKEN, SECRET, _github, _hub, _until, bench

@@ -18,15 +18,13 @@ from typing import Any
 import pytest
 import redis
 
+from mobius.cli import main as mobius_cli
 from pipeline.admission import Checkpoint, JobRefused, probe_checkpoint
 from pipeline.jobs import (
     ConversionRequest,
     Job,
     JobQueue,
     Limits,
-)
-from pipeline.jobs import (
-    main as jobs_cli,
 )
 from tests.hub_server import FakeHub
 from tests.job_runners import ledger_rows
@@ -310,7 +308,7 @@ def test_killed_worker_process_is_replaced_and_one_pr_opened(
     log_file = (tmp_path / "workers.log").open("ab")
 
     def start_worker() -> subprocess.Popen[bytes]:
-        command = [sys.executable, "-m", "pipeline.jobs", "worker", *where_args]
+        command = [sys.executable, "-m", "mobius", "worker", *where_args]
         command += ["--runner", "tests.job_runners:slow", "--lease", "1.5"]
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log_file, stderr=log_file)
 
@@ -346,11 +344,11 @@ def test_killed_worker_process_is_replaced_and_one_pr_opened(
 def test_jobs_listing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     queue = JobQueue(tmp_path, probe=probe())
     job_id = queue.submit(request())
-    assert jobs_cli(["jobs", "--data-dir", str(tmp_path)]) == 0
+    assert mobius_cli(["jobs", "--data-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].startswith(f"{job_id}  queued     -           0")
     assert "org/tiny [cpu-f32,cpu-int4] -> pr by alice" in out[1]
-    assert jobs_cli(["jobs", "--data-dir", str(tmp_path), job_id]) == 0
+    assert mobius_cli(["jobs", "--data-dir", str(tmp_path), job_id]) == 0
     assert f'"id": "{job_id}"' in capsys.readouterr().out
-    assert jobs_cli(["jobs", "--data-dir", str(tmp_path), "nope"]) == 1
+    assert mobius_cli(["jobs", "--data-dir", str(tmp_path), "nope"]) == 1
     assert "no job 'nope'" in capsys.readouterr().err

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 from safetensors.numpy import save
 
-import converter.source as source_module
+import converter.repo_files as repo_files
 from converter.errors import SourceError
-from converter.source import MAX_SIDE_FILE_BYTES, Source, fetch_plan, resolve_source
+from converter.repo_files import MAX_SIDE_FILE_BYTES, fetch_plan
+from converter.source import Source, resolve_source
 from tests.hub_server import FakeHub, Request, Response
 
 CONFIG = json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}).encode()
@@ -353,7 +354,7 @@ def test_hub_download_fetches_side_files_by_exact_name(fake_hub: FakeHub) -> Non
 def test_an_over_cap_side_file_is_refused_before_any_download(
     fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(source_module, "MAX_SIDE_FILE_BYTES", 1000)
+    monkeypatch.setattr(repo_files, "MAX_SIDE_FILE_BYTES", 1000)
     repo_id, _ = new_repo(fake_hub, model_files(**{"tokenizer.json": b"x" * 1001}))
     with pytest.raises(SourceError, match=r"'tokenizer\.json' is 1,001 bytes, over the 1,000-byte"):
         resolve_source(repo_id, progress=False)

@@ -25,8 +25,9 @@ from converter.errors import MobiusError
 from converter.lowering import LoweringReport
 from converter.package.genai_config import GENAI_CONFIG, genai_config
 from converter.registry import Family
+from converter.repo_files import RUNTIME_FILES
 from converter.sizes import human_size
-from converter.source import RUNTIME_FILES, Source
+from converter.source import Source
 from converter.tasks import OPSET, Component
 
 MANIFEST = "mobius.json"
