@@ -15,7 +15,7 @@ from pathlib import Path
 from converter.build import build
 from converter.errors import MobiusError
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
-from converter.registry import families
+from converter.registry import coverage
 
 Registrar = Callable[[argparse._SubParsersAction], None]
 
@@ -109,23 +109,17 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _list_models(args: argparse.Namespace) -> int:
-    rows = [
-        {
-            "model_type": model_type,
-            "task": family.task,
-            "genai_type": family.genai_type,
-            "notes": family.notes,
-            "examples": list(family.examples),
-        }
-        for model_type, family in sorted(families().items())
-    ]
+    rows = coverage()
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     width = max(len(row["model_type"]) for row in rows)
     for row in rows:
-        examples = ", ".join(row["examples"])
-        print(f"{row['model_type']:<{width}}  {row['task']:<16} e.g. {examples}")
+        if row["status"] == "supported":
+            about = f"{row['task']:<16} e.g. {', '.join(row['examples'])}"
+        else:
+            about = f"not yet: {row['reason']}"
+        print(f"{row['model_type']:<{width}}  {row['category']:<8} {about}")
     return 0
 
 

@@ -51,6 +51,7 @@ class Family:
     examples: tuple[str, ...] = ()  # Hub ids shown in the docs
     rules: ConfigRules = field(default_factory=ConfigRules)  # how its config.json reads
     task: str = "text-generation"
+    category: str = "dense"  # one of converter.not_yet.CATEGORIES
     genai: str | None = None  # onnxruntime-genai's model.type when it differs from model_type
     unused: tuple[str, ...] = ()  # checkpoint tensors this family never reads (regexes)
     prefix: str = ""  # base-model prefix some checkpoints omit
@@ -88,3 +89,32 @@ def family_for(model_type: str) -> Family:
             f"(run `mobius list models` for all {len(registered)})"
         )
     return family
+
+
+# The EPs each family's parity tests run on (tests/parity); the others are checked structurally.
+PARITY_EPS = ("default", "cpu")
+
+
+def coverage() -> list[dict]:
+    """One row per model type, supported or not yet: what docs/supported-models.md and
+    `mobius list models --json` show."""
+    from converter.not_yet import NOT_YET
+
+    rows = [
+        {
+            "model_type": model_type,
+            "status": "supported",
+            "category": family.category,
+            "task": family.task,
+            "genai_type": family.genai_type,
+            "parity_eps": list(PARITY_EPS),
+            "notes": family.notes,
+            "examples": list(family.examples),
+        }
+        for model_type, family in families().items()
+    ]
+    rows += [
+        {"model_type": model_type, "status": "not yet", "category": category, "reason": reason}
+        for model_type, (category, reason) in NOT_YET.items()
+    ]
+    return sorted(rows, key=lambda row: row["model_type"])

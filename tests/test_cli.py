@@ -42,10 +42,14 @@ def test_weight_bar_shows_its_total_from_the_start(tmp_path, capsys):
 def test_list_models_json(capsys):
     assert main(["list", "models", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [row["model_type"] for row in rows] == sorted(families())
+    supported = [row["model_type"] for row in rows if row["status"] == "supported"]
+    assert supported == sorted(families())
     llama = next(row for row in rows if row["model_type"] == "llama")
     assert llama["task"] == "text-generation" and llama["genai_type"] == "llama"
     assert "HuggingFaceTB/SmolLM2-135M" in llama["examples"]
+    assert llama["parity_eps"] == ["default", "cpu"] and llama["category"] == "dense"
+    mixtral = next(row for row in rows if row["model_type"] == "mixtral")
+    assert mixtral["status"] == "not yet" and mixtral["category"] == "moe" and mixtral["reason"]
 
 
 def test_convert_prints_each_variant_as_it_goes(tmp_path, capsys):

@@ -27,11 +27,11 @@ from converter.errors import ConfigError, MobiusError
 from converter.validate.runtime import OnnxDecoder
 from converter.weights import Checkpoint
 from tests.checkpoints import edit_config
-from tests.parity.families import CASES
+from tests.parity.cases import CASES, is_base
 from tests.parity.reference import make_checkpoint
 
 ROOT = Path(__file__).parents[1]
-FAMILIES = sorted(c for c in CASES if "-" not in c)
+FAMILIES = sorted(c for c in CASES if is_base(c))
 PROMPT = np.random.default_rng(4).integers(3, 128, size=(1, 6))
 TOKEN_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
 

@@ -19,11 +19,11 @@ from converter import build
 from converter.kernels import structural_report
 from converter.validate.reference import TransformersReference
 from converter.validate.runtime import OnnxDecoder
-from tests.parity.families import CASES
+from tests.parity.cases import CASES, is_base
 from tests.parity.reference import make_checkpoint
 from tests.quantized_reference import dequantized_copy
 
-FAMILIES = sorted(c for c in CASES if "-" not in c)
+FAMILIES = sorted(c for c in CASES if is_base(c))
 RNG = np.random.default_rng(1)
 PROMPT = RNG.integers(3, 128, size=(1, 7))
 STEPS = [RNG.integers(3, 128, size=(1, 1)) for _ in range(3)]

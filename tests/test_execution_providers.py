@@ -82,8 +82,8 @@ def test_tied_lm_head_gets_an_int4_copy(ep, tmp_path):
 @pytest.fixture(scope="module")
 def windowed(tmp_path_factory) -> Path:
     """Mistral, head size 16, window 4: every EP's GQA kernel takes it, except for the window."""
-    folder = tmp_path_factory.mktemp("mistral-window16")
-    make_checkpoint("mistral-window16", folder)
+    folder = tmp_path_factory.mktemp("mistral:window16")
+    make_checkpoint("mistral:window16", folder)
     return folder
 
 

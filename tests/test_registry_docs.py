@@ -9,7 +9,6 @@ import pytest
 
 from converter.errors import UnsupportedModelError
 from converter.registry import families, family_for
-from tests.parity.families import CASES
 
 ROOT = Path(__file__).parents[1]
 
@@ -33,11 +32,6 @@ def test_doc_lists_every_family():
     text = (ROOT / "docs" / "supported-models.md").read_text()
     for model_type in families():
         assert f"| `{model_type}` |" in text
-
-
-def test_every_family_has_a_parity_case():
-    covered = {case.split("-")[0] for case in CASES}
-    assert set(families()) <= covered
 
 
 def test_unknown_model_type_names_the_nearest():

@@ -7,13 +7,13 @@ from pathlib import Path
 import torch
 import transformers
 
-from tests.parity.families import CASES
+from tests.parity.cases import CASES, model_type_of
 
 
 def make_checkpoint(case: str, folder: Path, **overrides):
     """Save a random model for `case`, with config keys `overrides` on top (noised so biases
     and norms are not trivial)."""
-    model_type = case.split("-")[0]
+    model_type = model_type_of(case)
     config = transformers.AutoConfig.for_model(model_type, **{**CASES[case], **overrides})
     config._attn_implementation = "eager"
     torch.manual_seed(sum(map(ord, case)))
