@@ -46,6 +46,7 @@ def test_readme_runs_as_written(reader, fake_hub):
 DOCS = sorted(path.name for path in (ROOT / "docs").glob("*.md"))
 # Documents whose every block installs, serves or trains (each marked `no-run`), or only shows.
 SHOWN_ONLY = {
+    "architecture.md",
     "benchmarks.md",
     "bot.md",
     "execution-providers.md",
