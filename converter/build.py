@@ -29,12 +29,14 @@ def build(
     int4_block_size: int = 32,
     int4_symmetric: bool = True,
     int4_lm_head: bool = False,
+    task=None,
 ) -> ModelPackage:
     """Convert a Hub repo id or a local folder into an ONNX package (not yet saved).
 
     `ep` picks the graph (`default`: portable standard ops; `cpu`, `cuda`, `dml`,
     `webgpu`: that EP's fused kernels); `dtype` is f32, f16, bf16 or int4 (int4 weights
-    with the EP's activation dtype). Unsupported pairs fail before any download.
+    with the EP's activation dtype). Unsupported pairs fail before any download. `task`
+    replaces the family's default task (e.g. `TextGenerationTask(inputs_embeds=True)`).
     """
     provider = execution_provider(ep, dtype)
     quantization = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
@@ -47,7 +49,9 @@ def build(
     checkpoint = Checkpoint(source.path)
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
     module = family.model_class(cfg, float_type, provider)
-    task = TASKS[family.task]
+    task = task or TASKS[family.task]
+    if task.name != family.task:
+        raise ConfigError(f"{model_type} models convert for {family.task}, not {task.name}")
     components = task.components(module, cfg, float_type)
     unused = (*family.unused, r"lm_head\.weight") if cfg.tie_word_embeddings else family.unused
     parameters = {id(p): p for c in components for p in c.module.parameters()}

@@ -34,10 +34,17 @@ def _inverse_frequencies(op, rope: Rope, seq_len):
 
 
 def rotary_cos_sin(op, position_ids, rope: Rope, dtype: ir.DataType):
-    """cos and sin of shape [batch, sequence, rotary_dim / 2] in `dtype`."""
+    """cos and sin of shape [batch, sequence, rotary_dim / 2] in `dtype`; with multimodal rope
+    `position_ids` is [3, batch, sequence] and each frequency section takes its row's angles."""
     positions = op.Cast(position_ids, to=ir.DataType.FLOAT)
     seq_len = op.Add(op.ReduceMax(positions, keepdims=0), 1.0)
     freqs = op.Mul(op.Unsqueeze(positions, [-1]), _inverse_frequencies(op, rope, seq_len))
+    if rope.mrope_section is not None:
+        sections = op.Split(
+            freqs, list(rope.mrope_section), axis=-1, _outputs=len(rope.mrope_section)
+        )
+        rows = [op.Gather(s, i % 3, axis=0) for i, s in enumerate(sections)]
+        freqs = op.Concat(*rows, axis=-1)
     cos, sin = op.Cos(freqs), op.Sin(freqs)
     scaling = rope.attention_scaling()
     if scaling != 1.0:

@@ -45,6 +45,9 @@ class Rope:
     attention_factor: float | None = None
     short_factor: tuple[float, ...] | None = None
     long_factor: tuple[float, ...] | None = None
+    # multimodal rope (Qwen2-VL): the frequencies split in sections, section i rotated by the
+    # positions of row i % 3 of position_ids [3, batch, sequence]
+    mrope_section: tuple[int, ...] | None = None
 
     def _exponents(self) -> np.ndarray:
         """``2i / dim`` for i < dim // 2, rounded to float32 as transformers does, held in f64."""
@@ -324,7 +327,19 @@ def _build(
     if kind == "longrope":
         out["short_factor"] = _factors(params, "short_factor", where, dim // 2)
         out["long_factor"] = _factors(params, "long_factor", where, dim // 2)
+    if params.get("mrope_section") is not None:
+        out["mrope_section"] = _sections(params["mrope_section"], f"{where}.mrope_section", dim)
     return Rope(**out)
+
+
+def _sections(value: Any, key: str, dim: int) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value
+    ):
+        raise ConfigError(f"{key} must list positive integers, got {value!r}")
+    if sum(value) != dim // 2:
+        raise ConfigError(f"{key} = {value} must sum to rotary dim / 2 = {dim // 2}")
+    return tuple(value)
 
 
 def parse_rope(

@@ -162,6 +162,10 @@ class AttentionKernelChoice:
         self.gqa = reason is None
         ropes = [r for r in (cfg.rope, cfg.local_rope) if r is not None]
         rotary_reason = ep.gqa_rotary_unsupported_reason(cfg.head_dim, [r.dim for r in ropes])
+        if any(r.mrope_section for r in ropes):
+            rotary_reason = (
+                "multimodal rope turns by position_ids, which the kernel's rotary ignores"
+            )
         self.rotary_inside = rotary_reason is None
         self.fallbacks = []
         if reason:

@@ -8,6 +8,7 @@ import onnx_ir as ir
 from onnxscript import GraphBuilder
 
 from converter.config import ArchitectureConfig
+from converter.errors import ConfigError
 from converter.tasks.base import Component, as_model, new_graph, set_output
 
 MODEL_FILE = "model.onnx"
@@ -46,6 +47,10 @@ class TextGenerationTask:
     present_value: str = "present.%d.value"
 
     def components(self, model, cfg: ArchitectureConfig, dtype: ir.DataType) -> list[Component]:
+        if self.mrope and not (cfg.rope and cfg.rope.mrope_section):
+            raise ConfigError(
+                "3-D position_ids need a multimodal rope: the config's rope has no mrope_section"
+            )
         graph = new_graph()
         builder = GraphBuilder(graph)
         i64 = ir.DataType.INT64

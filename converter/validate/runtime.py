@@ -37,6 +37,8 @@ class OnnxDecoder:
         self.present_to_past = {present: past for past, present in pairs}
         self.past = {i.name: i for i in self.session.get_inputs() if i.name in dict(pairs)}
         self.outputs = [self.logits, *self.present_to_past]
+        positions = next(i for i in self.session.get_inputs() if i.name == "position_ids")
+        self.mrope = len(positions.shape) == 3  # [3, batch, sequence]: the rows agree for text
 
     def run(self, ids: np.ndarray, mask: np.ndarray, steps: list[np.ndarray]) -> list[np.ndarray]:
         """Logits (float32) of the prefill and of each step token in `steps`."""
@@ -70,7 +72,8 @@ class OnnxDecoder:
         position = np.clip(mask.cumsum(-1) - 1, 0, None)
         token, step = ids, 0
         while True:
-            feeds = {"input_ids": token, "attention_mask": mask, "position_ids": position, **past}
+            positions = np.stack([position] * 3) if self.mrope else position
+            feeds = {"input_ids": token, "attention_mask": mask, "position_ids": positions, **past}
             logits, *presents = self.session.run(self.outputs, feeds)
             named = zip(self.outputs[1:], presents, strict=True)
             past = {self.present_to_past[name]: value for name, value in named}
