@@ -122,6 +122,8 @@ def _transformers_loads(folder: Path) -> bool:
             model = transformers.AutoModelForCausalLM.from_config(config)
     except (ValueError, StrictDataclassClassValidationError):  # transformers refuses them too
         return False
+    except TypeError:  # or fails on a None it left unfilled (Ministral's head_dim)
+        return False
     expected = {name: tuple(t.shape) for name, t in model.state_dict().items()}
     stored = {name: ref.shape for name, ref in Checkpoint(folder).tensors.items()}
     tied = {"lm_head.weight"} if config.tie_word_embeddings else set()

@@ -45,6 +45,7 @@ class Rope:
     attention_factor: float | None = None
     short_factor: tuple[float, ...] | None = None
     long_factor: tuple[float, ...] | None = None
+    interleaved: bool = False  # rotates pairs (x0, x1), (x2, x3), ... instead of the two halves
 
     def _exponents(self) -> np.ndarray:
         """``2i / dim`` for i < dim // 2, rounded to float32 as transformers does, held in f64."""
