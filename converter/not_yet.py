@@ -79,8 +79,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "exaone": ("dense", "dense decoder: not converted yet"),
-    "exaone4": ("dense", "dense decoder: not converted yet"),
     "exaone_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -149,9 +147,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "helium": ("dense", "dense decoder: not converted yet"),
     "hrm_text": ("dense", "dense decoder: not converted yet"),
-    "hunyuan_v1_dense": ("dense", "dense decoder: not converted yet"),
     "hunyuan_v1_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -246,7 +242,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "ministral3": ("dense", "dense decoder: not converted yet"),
     "mixtral": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",

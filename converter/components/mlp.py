@@ -24,7 +24,10 @@ class _Activated(nn.Module):
 
 
 class GatedMLP(_Activated):
-    """down(act(gate(x)) * up(x)); Phi-3 stores gate and up as one `gate_up_proj`."""
+    """down(act(gate(x)) * up(x)); Phi-3 stores gate and up as one `gate_up_proj`; subclasses
+    name the projections as their checkpoints do."""
+
+    gate_name, up_name, down_name = "gate_proj", "up_proj", "down_proj"
 
     def __init__(self, cfg, dtype: ir.DataType, packed: bool = False):
         super().__init__(cfg, dtype)
@@ -32,9 +35,9 @@ class GatedMLP(_Activated):
         if cfg.fused_gate_up:
             self.gate_up_proj = Linear(hidden, 2 * inner, bias, dtype)
         else:
-            parts = [("gate_proj", inner), ("up_proj", inner)]
+            parts = [(self.gate_name, inner), (self.up_name, inner)]
             self.gate_up = PackedLinear(parts, hidden, bias, dtype, packed)
-        self.down_proj = Linear(inner, hidden, bias, dtype)
+        setattr(self, self.down_name, Linear(inner, hidden, bias, dtype))
         self.fused = cfg.fused_gate_up
 
     def forward(self, op, x):
@@ -42,7 +45,8 @@ class GatedMLP(_Activated):
             gate, up = op.Split(self.gate_up_proj(op, x), axis=-1, num_outputs=2, _outputs=2)
         else:
             gate, up = self.gate_up(op, x)
-        return self.down_proj(op, op.Mul(self._activate(op, gate), up))
+        down = getattr(self, self.down_name)
+        return down(op, op.Mul(self._activate(op, gate), up))
 
 
 class PlainMLP(_Activated):
