@@ -209,11 +209,12 @@ def test_unregistered_model_type_suggests_the_nearest(tiny: Path) -> None:
 
 
 def test_unregistered_model_type_without_a_near_match(tiny: Path) -> None:
-    edit_config(tiny, model_type="bert")
+    edit_config(tiny, model_type="wav2vec2")  # near no causal-LM type
     with pytest.raises(UnsupportedModelError) as err:
         convert(tiny)
     assert str(err.value) == (
-        "model_type 'bert' is not supported (run `mobius list models` for all 12)"
+        f"model_type 'wav2vec2' is not supported (run `mobius list models` for all "
+        f"{len(families())})"
     )
 
 
