@@ -4,7 +4,7 @@ follow the rotary embedding, and whose "dynamic" rope with an `alpha` is a fixed
 from __future__ import annotations
 
 import dataclasses
-import math
+from math import inf
 
 from converter.components import Attention
 from converter.config import ConfigReader, ConfigRules, Rope
@@ -59,10 +59,8 @@ class HunYuanRules(ConfigRules):
         alpha = params.get("alpha") if isinstance(params, dict) else None
         if rope.kind != "dynamic" or not alpha:
             return rope
-        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or alpha < 0:
-            raise ConfigError(f"rope alpha must be a positive number, got {alpha!r}")
-        if not math.isfinite(alpha):
-            raise ConfigError(f"rope alpha must be finite, got {alpha!r}")
+        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < inf:
+            raise ConfigError(f"rope alpha must be a finite positive number, got {alpha!r}")
         # a fixed alpha stretches the base once, whatever the sequence length
         theta = rope.theta * alpha ** (head_dim / (head_dim - 2))
         return Rope("default", theta, head_dim, rope.max_position_embeddings)
