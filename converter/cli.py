@@ -116,10 +116,11 @@ def _list_models(args: argparse.Namespace) -> int:
     width = max(len(row["model_type"]) for row in rows)
     for row in rows:
         if row["status"] == "supported":
-            about = f"{row['task']:<16} e.g. {', '.join(row['examples'])}"
+            examples = f"e.g. {', '.join(row['examples'])}" if row["examples"] else ""
+            about = f"{row['task']:<16} {examples}"
         else:
             about = f"not yet: {row['reason']}"
-        print(f"{row['model_type']:<{width}}  {row['category']:<8} {about}")
+        print(f"{row['model_type']:<{width}}  {row['category']:<8} {about}".rstrip())
     return 0
 
 

@@ -16,9 +16,6 @@ CATEGORIES = {
 
 NOT_YET: dict[str, tuple[str, str]] = {
     "afmoe": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
-    "apertus": ("dense", "dense decoder: not converted yet"),
-    "apertus1p5_text": ("dense", "dense decoder: not converted yet"),
-    "arcee": ("dense", "dense decoder: not converted yet"),
     "aria_text": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -56,7 +53,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "cohere_compass_text": ("dense", "dense decoder: not converted yet"),
     "cpmant": ("dense", "dense decoder: not converted yet"),
     "ctrl": ("dense", "dense decoder: not converted yet"),
-    "cwm": ("dense", "dense decoder: not converted yet"),
     "data2vec-text": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "dbrx": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "deepseek_v2": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
@@ -83,8 +79,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "exaone": ("dense", "dense decoder: not converted yet"),
-    "exaone4": ("dense", "dense decoder: not converted yet"),
     "exaone_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -153,9 +147,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "helium": ("dense", "dense decoder: not converted yet"),
     "hrm_text": ("dense", "dense decoder: not converted yet"),
-    "hunyuan_v1_dense": ("dense", "dense decoder: not converted yet"),
     "hunyuan_v1_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -175,8 +167,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "internlm3": ("dense", "dense decoder: not converted yet"),
-    "iquestcoder": ("dense", "dense decoder: not converted yet"),
     "jais2": ("dense", "dense decoder: not converted yet"),
     "jamba": (
         "ssm",
@@ -252,8 +242,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "ministral": ("dense", "dense decoder: not converted yet"),
-    "ministral3": ("dense", "dense decoder: not converted yet"),
     "mixtral": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -339,7 +327,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "seed_oss": ("dense", "dense decoder: not converted yet"),
     "smollm3": ("dense", "dense decoder: not converted yet"),
     "solar_open": (
         "moe",

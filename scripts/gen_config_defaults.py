@@ -7,8 +7,9 @@ For every registered family, the values its transformers configuration class giv
 config.json leaves out: each field the class declares (not the generic ones of PreTrainedConfig)
 with a default other than None, plus the rope
 settings a default instance ends up with (`rope_theta`; Gemma 3's local base as
-`rope_local_base_freq`; `partial_rotary_factor`, which Phi defaults to 0.5). The converter reads
-the file; only this script imports transformers.
+`rope_local_base_freq`; `partial_rotary_factor`, which Phi defaults to 0.5; the whole
+`rope_parameters` when a family's default rope is scaled, as Apertus' llama3 rope is). The
+converter reads the file; only this script imports transformers.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def family_defaults(model_type: str) -> dict[str, Any]:
             defaults["rope_local_base_freq"] = rope[SLIDING]["rope_theta"]
             rope = rope[FULL]
         defaults["rope_theta"] = rope["rope_theta"]
+        if rope.get("rope_type", "default") != "default":
+            defaults["rope_parameters"] = rope
         if "partial_rotary_factor" in rope:
             defaults["partial_rotary_factor"] = rope["partial_rotary_factor"]
     return dict(sorted(defaults.items()))

@@ -209,11 +209,12 @@ def test_unregistered_model_type_suggests_the_nearest(tiny: Path) -> None:
 
 
 def test_unregistered_model_type_without_a_near_match(tiny: Path) -> None:
-    edit_config(tiny, model_type="bert")
+    edit_config(tiny, model_type="wav2vec2")  # near no causal-LM type
     with pytest.raises(UnsupportedModelError) as err:
         convert(tiny)
     assert str(err.value) == (
-        "model_type 'bert' is not supported (run `mobius list models` for all 12)"
+        f"model_type 'wav2vec2' is not supported (run `mobius list models` for all "
+        f"{len(families())})"
     )
 
 
@@ -613,13 +614,12 @@ def test_cli_debug_raises_with_traceback(
     assert not (tmp_path / "out").exists()
 
 
-def test_cli_list_models_names_all_twelve(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_list_models_names_every_family(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "list", "models")
     assert code == 0
     assert err == ""
-    listed = [line.split()[0] for line in out.splitlines()]
+    listed = [line.split()[0] for line in out.splitlines() if "not yet:" not in line]
     assert sorted(listed) == sorted(families())
-    assert len(listed) == 12
 
 
 def test_failed_save_leaves_no_package_files(

@@ -4,7 +4,7 @@ from converter.components.activations import activation
 from converter.components.attention import Attention
 from converter.components.embedding import Embedding
 from converter.components.linear import Conv1D, Linear
-from converter.components.mlp import GatedMLP, PlainMLP
+from converter.components.mlp import GatedMLP, PlainMLP, UpDownMLP
 from converter.components.norms import LayerNorm, RMSNorm, make_norm
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "Linear",
     "PlainMLP",
     "RMSNorm",
+    "UpDownMLP",
     "activation",
     "make_norm",
 ]

@@ -93,7 +93,12 @@ class Rotary:
             self.tables[rope] = rotary_cos_sin(op, self.position_ids, rope, self.dtype)
         cos, sin = self.tables[rope]
         return op.RotaryEmbedding(
-            x, cos, sin, interleaved=0, num_heads=heads, rotary_embedding_dim=rope.dim
+            x,
+            cos,
+            sin,
+            interleaved=int(rope.interleaved),
+            num_heads=heads,
+            rotary_embedding_dim=rope.dim,
         )
 
 
@@ -101,6 +106,7 @@ class StandardAttention:
     """opset-23 RotaryEmbedding + Attention over one additive mask per window size."""
 
     def __init__(self, op, dtype, tokens, attention_mask, position_ids, windows):
+        self.position_ids = position_ids
         self.masks = attention_masks(op, attention_mask, tokens, windows, dtype)
         self.rotate = Rotary(dtype, position_ids)
 
@@ -135,6 +141,7 @@ class GroupQueryAttention:
 
     def __init__(self, op, dtype, attention_mask, position_ids, rotary_inside: bool, ep):
         self.dtype, self.rotary_inside, self.ep = dtype, rotary_inside, ep
+        self.position_ids = position_ids
         self.rotate = Rotary(dtype, position_ids)
         lengths = op.ReduceSum(attention_mask, [1], keepdims=0)
         self.seqlens_k = op.Cast(op.Sub(lengths, 1), to=ir.DataType.INT32)
@@ -171,7 +178,7 @@ class GroupQueryAttention:
             softcap=spec.softcap,
             local_window_size=self.ep.gqa_local_window_size(spec.window),
             do_rotary=int(inside),
-            rotary_interleaved=0,
+            rotary_interleaved=int(inside and spec.rope.interleaved),
             _domain="com.microsoft",
             _version=1,
             _outputs=3,

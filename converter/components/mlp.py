@@ -5,23 +5,39 @@ from __future__ import annotations
 import onnx_ir as ir
 from onnxscript import nn
 
-from converter.components.activations import activation
+from converter.components.activations import activation, trained_activation
 from converter.components.linear import Linear, PackedLinear
 
 
-class GatedMLP(nn.Module):
-    """down(act(gate(x)) * up(x)); Phi-3 stores gate and up as one `gate_up_proj`."""
+class _Activated(nn.Module):
+    """An MLP's activation: by name, or its `act_fn` module when it has trained parameters."""
+
+    def __init__(self, cfg, dtype: ir.DataType):
+        super().__init__()
+        self.act = cfg.activation
+        self.act_fn = trained_activation(cfg.activation, dtype)
+
+    def _activate(self, op, x):
+        if self.act_fn is None:
+            return activation(op, self.act, x)
+        return self.act_fn(op, x)
+
+
+class GatedMLP(_Activated):
+    """down(act(gate(x)) * up(x)); Phi-3 stores gate and up as one `gate_up_proj`; subclasses
+    name the projections as their checkpoints do."""
+
+    gate_name, up_name, down_name = "gate_proj", "up_proj", "down_proj"
 
     def __init__(self, cfg, dtype: ir.DataType, packed: bool = False):
-        super().__init__()
+        super().__init__(cfg, dtype)
         hidden, inner, bias = cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias
-        self.act = cfg.activation
         if cfg.fused_gate_up:
             self.gate_up_proj = Linear(hidden, 2 * inner, bias, dtype)
         else:
-            parts = [("gate_proj", inner), ("up_proj", inner)]
+            parts = [(self.gate_name, inner), (self.up_name, inner)]
             self.gate_up = PackedLinear(parts, hidden, bias, dtype, packed)
-        self.down_proj = Linear(inner, hidden, bias, dtype)
+        setattr(self, self.down_name, Linear(inner, hidden, bias, dtype))
         self.fused = cfg.fused_gate_up
 
     def forward(self, op, x):
@@ -29,17 +45,27 @@ class GatedMLP(nn.Module):
             gate, up = op.Split(self.gate_up_proj(op, x), axis=-1, num_outputs=2, _outputs=2)
         else:
             gate, up = self.gate_up(op, x)
-        return self.down_proj(op, op.Mul(activation(op, self.act, gate), up))
+        down = getattr(self, self.down_name)
+        return down(op, op.Mul(self._activate(op, gate), up))
 
 
-class PlainMLP(nn.Module):
-    """fc2(act(fc1(x)))."""
+class PlainMLP(_Activated):
+    """fc2(act(fc1(x))); subclasses name the two projections as their checkpoints do."""
+
+    in_name, out_name = "fc1", "fc2"
 
     def __init__(self, cfg, dtype: ir.DataType, packed: bool = False):  # nothing to pack
-        super().__init__()
-        self.act = cfg.activation
-        self.fc1 = Linear(cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias, dtype)
-        self.fc2 = Linear(cfg.intermediate_size, cfg.hidden_size, cfg.mlp_bias, dtype)
+        super().__init__(cfg, dtype)
+        hidden, inner, bias = cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias
+        setattr(self, self.in_name, Linear(hidden, inner, bias, dtype))
+        setattr(self, self.out_name, Linear(inner, hidden, bias, dtype))
 
     def forward(self, op, x):
-        return self.fc2(op, activation(op, self.act, self.fc1(op, x)))
+        up = getattr(self, self.in_name)(op, x)
+        return getattr(self, self.out_name)(op, self._activate(op, up))
+
+
+class UpDownMLP(PlainMLP):
+    """down_proj(act(up_proj(x))): the ungated MLP of Nemotron, Arcee and Apertus."""
+
+    in_name, out_name = "up_proj", "down_proj"

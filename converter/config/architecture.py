@@ -68,6 +68,10 @@ class ArchitectureConfig:
     bos_token_id: int | None
     eos_token_id: tuple[int, ...]
     pad_token_id: int | None
+    # layers that rotate nothing (NoPE) although the model has a rope
+    nope_layers: frozenset[int] = frozenset()
+    # rows of an LM head pruned to the first ids of the vocabulary (None: vocab_size rows)
+    output_vocab_size: int | None = None
 
     @classmethod
     def from_hf(cls, config: dict[str, Any]) -> ArchitectureConfig:
@@ -78,8 +82,15 @@ class ArchitectureConfig:
         model_type = model_type_of(config)
         return family_for(model_type).rules.read(ConfigReader(text_config(config), model_type))
 
+    @property
+    def logits_size(self) -> int:
+        """The width of the logits: the LM head's rows."""
+        return self.output_vocab_size or self.vocab_size
+
     def rope_of(self, index: int) -> Rope | None:
         """The rotary embedding of layer `index` (sliding layers may have their own)."""
+        if index in self.nope_layers:
+            return None
         if self.layer_types[index] == SLIDING and self.local_rope is not None:
             return self.local_rope
         return self.rope
@@ -92,7 +103,9 @@ class ConfigRules:
     """How one family reads config.json. The base reads the Llama layout; a family gives
     `traits` (keyword arguments: fixed facts its config.json does not state) and overrides the
     hooks that differ. Known traits: norm_type, norm_offset, layout, fused_qkv, fused_gate_up,
-    qkv_bias, o_bias, mlp_bias, qk_norm, embed_scale_sqrt, rope (False: no rotary), tied."""
+    qkv_bias, o_bias, mlp_bias, qk_norm, embed_scale_sqrt, rope (False: no rotary), tied.
+    `aliases` maps other spellings of keys to the names read here, as a transformers
+    configuration's `attribute_map` does (a spelling found in config.json wins)."""
 
     TRAITS = frozenset(
         {
@@ -110,11 +123,12 @@ class ConfigRules:
         }
     )
 
-    def __init__(self, **traits: Any) -> None:
+    def __init__(self, aliases: Mapping[str, str] | None = None, **traits: Any) -> None:
         unknown = set(traits) - self.TRAITS
         if unknown:
             raise TypeError(f"unknown config traits: {', '.join(sorted(unknown))}")
         self.traits: Mapping[str, Any] = traits
+        self.aliases: Mapping[str, str] = aliases or {}
 
     # -- hooks a family overrides -----------------------------------------------------------
     def sliding_window(self, r: ConfigReader) -> int | None:
@@ -139,9 +153,18 @@ class ConfigRules:
     def qk_norm(self, r: ConfigReader) -> str | None:
         return self.traits.get("qk_norm")
 
+    def nope_layers(
+        self, r: ConfigReader, window: int | None, layer_types: tuple[str, ...]
+    ) -> frozenset[int]:
+        """Layers that skip the rotary embedding."""
+        return frozenset()
+
     # -- the generic reading -----------------------------------------------------------------
     def read(self, r: ConfigReader) -> ArchitectureConfig:
         traits = self.traits
+        for alias, key in self.aliases.items():
+            if r.has(alias):
+                r.raw[key] = r.raw[alias]
         hidden = r.int("hidden_size", "n_embd", "d_model")
         heads = r.int("num_attention_heads", "n_head")
         kv_heads = r.int("num_key_value_heads", "num_kv_heads", default=heads)
@@ -203,6 +226,7 @@ class ConfigRules:
             bos_token_id=next(iter(r.token_ids("bos_token_id", vocab)), None),
             eos_token_id=r.token_ids("eos_token_id", vocab),
             pad_token_id=next(iter(r.token_ids("pad_token_id", vocab)), None),
+            nope_layers=self.nope_layers(r, sliding_window, layer_types),
         )
 
     def head_dim(self, r: ConfigReader, hidden: int, heads: int) -> int:

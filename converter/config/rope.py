@@ -48,6 +48,7 @@ class Rope:
     # multimodal rope (Qwen2-VL): the frequencies split in sections, section i rotated by the
     # positions of row i % 3 of position_ids [3, batch, sequence]
     mrope_section: tuple[int, ...] | None = None
+    interleaved: bool = False  # rotates pairs (x0, x1), (x2, x3), ... instead of the two halves
 
     def _exponents(self) -> np.ndarray:
         """``2i / dim`` for i < dim // 2, rounded to float32 as transformers does, held in f64."""

@@ -195,7 +195,7 @@ class DecoderLM(nn.Module):
         self.model = self.body_cls(cfg, dtype, ep)
         if not cfg.tie_word_embeddings:
             self.lm_head = Linear(
-                cfg.hidden_size, cfg.vocab_size, self.lm_head_bias, dtype, head=True
+                cfg.hidden_size, cfg.logits_size, self.lm_head_bias, dtype, head=True
             )
 
     def embedding_table(self):

@@ -35,7 +35,7 @@ def genai_config(package, generation: dict[str, Any]) -> dict[str, Any]:
             "bos_token_id": bos if bos is not None else pad,
             "eos_token_id": eos if len(eos) != 1 else eos[0],
             "pad_token_id": pad,
-            "vocab_size": cfg.vocab_size,
+            "vocab_size": cfg.logits_size,
             "context_length": cfg.max_position_embeddings,
             "decoder": {
                 "filename": decoder.filename,

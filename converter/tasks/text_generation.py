@@ -73,7 +73,7 @@ class TextGenerationTask:
         ]
         inputs = DecoderInputs(tokens, self.inputs_embeds, attention_mask, position_ids, past)
         logits, presents = model(builder.op, inputs)
-        set_output(builder, logits, "logits", [*seq, cfg.vocab_size], dtype)
+        set_output(builder, logits, "logits", [*seq, cfg.logits_size], dtype)
         for i, ((key, value), cache) in enumerate(zip(presents, caches, strict=True)):
             set_output(builder, key, self.present_key % i, _dims(cache.key), dtype)
             set_output(builder, value, self.present_value % i, _dims(cache.value), dtype)

@@ -42,3 +42,19 @@ CASES = {
         },
     },
 }
+
+# Llama under other names, and Llama with a twist of biases or windows
+CASES |= {
+    "internlm3": {**COMMON, "head_dim": 16, "qkv_bias": True, "bias": True},
+    "iquestcoder": {**COMMON, "head_dim": 16},
+    "seed_oss": {**COMMON, "head_dim": 16, "attention_bias": True, "attention_out_bias": True},
+    # sliding then full attention, by `layer_types`
+    "ministral": {
+        **COMMON,
+        "head_dim": 16,
+        "sliding_window": 4,
+        "layer_types": ["sliding_attention", "full_attention"],
+    },
+    # full, sliding, sliding by cwm's default pattern; its default llama3 rope
+    "cwm": {**COMMON, "num_hidden_layers": 3, "head_dim": 16, "sliding_window": 4},
+}

@@ -1,0 +1,71 @@
+"""Family readings of config.json that the parity cases cannot show, since transformers saves
+its own spellings: the keys Hub repos spell otherwise (a configuration's `attribute_map`) read
+as transformers reads them, and the options a family cannot honour are refused by name."""
+
+from __future__ import annotations
+
+import pytest
+import transformers
+
+from converter.config import ArchitectureConfig
+from converter.errors import ConfigError
+from tests.parity.cases import CASES
+
+# {model_type: {key: (the Hub's spelling, a value other than the default)}}
+HUB_SPELLINGS = {
+    "exaone": {
+        "num_hidden_layers": ("num_layers", 3),
+        "rms_norm_eps": ("layer_norm_epsilon", 1e-3),
+        "hidden_act": ("activation_function", "gelu"),
+    },
+    "internlm3": {"attention_bias": ("qkv_bias", True), "mlp_bias": ("bias", True)},
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(HUB_SPELLINGS))
+def test_hub_spellings_read_as_transformers_reads_them(model_type: str) -> None:
+    spellings = HUB_SPELLINGS[model_type]
+    hub = {k: v for k, v in CASES[model_type].items() if k not in spellings}
+    hub |= dict(spellings.values())
+    expected = transformers.AutoConfig.for_model(model_type, **hub).to_dict()
+    assert {key: expected[key] for key in spellings} == {
+        key: value for key, (_, value) in spellings.items()
+    }
+    assert ArchitectureConfig.from_hf({"model_type": model_type, **hub}) == (
+        ArchitectureConfig.from_hf(expected)
+    )
+
+
+REFUSED = [
+    ("iquestcoder", {"clip_qkv": 8.0}, r"'clip_qkv' = 8.0 is not supported"),
+    ("iquestcoder", {"use_sliding_window": True}, r"'use_sliding_window' = True is not supp"),
+    (
+        "ministral3",
+        {"sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"]},
+        r"'layer_types' = \['sliding_attention', 'full_attention'\] is not supported",
+    ),
+    (
+        "ministral3",
+        {"rope_parameters": {"rope_type": "default", "rope_theta": 1e4}},
+        r"'rope_parameters.llama_4_scaling_beta' must be a number >= 0, got None",
+    ),
+    (
+        "apertus1p5_text",
+        {"output_vocab_size": 96, "tie_word_embeddings": True},
+        r"'output_vocab_size' = 96 is not supported: a pruned LM head cannot be tied",
+    ),
+    (
+        "exaone4",
+        {"sliding_window_pattern": "LLLG", "layer_types": None},
+        r"'sliding_window_pattern' must be an integer, got 'LLLG'",
+    ),
+    ("ministral", {"head_dim": None}, r"'head_dim' is missing from config.json"),
+    ("hunyuan_v1_dense", {"head_dim": None}, r"'head_dim' is missing from config.json"),
+]
+
+
+@pytest.mark.parametrize(("model_type", "changes", "message"), REFUSED)
+def test_options_a_family_cannot_honour_are_refused(model_type, changes, message) -> None:
+    config = {"model_type": model_type, **CASES[model_type], **changes}
+    with pytest.raises(ConfigError, match=message):
+        ArchitectureConfig.from_hf(config)
