@@ -17,6 +17,8 @@ PROMPT = [5, 17, 33, 8, 91, 4]
 NEW_TOKENS = 16
 CASES = {  # case -> the genai model type its package declares
     "qwen3": "qwen3",
+    "helium": "decoder",  # interleaved rope, no genai type of its own
+    "exaone4": "decoder",  # sliding and rope-free full layers
 }
 
 
