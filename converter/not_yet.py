@@ -46,7 +46,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "bloom": ("dense", "dense decoder: not converted yet"),
     "blt": ("dense", "dense decoder: not converted yet"),
     "camembert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "codegen": ("dense", "dense decoder: not converted yet"),
     "cohere": ("dense", "dense decoder: not converted yet"),
     "cohere2": ("dense", "dense decoder: not converted yet"),
     "cohere2_moe": (
@@ -135,7 +134,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "gptj": ("dense", "dense decoder: not converted yet"),
     "granite_swa": ("dense", "dense decoder: not converted yet"),
     "granitemoe": (
         "moe",

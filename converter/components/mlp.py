@@ -33,13 +33,17 @@ class GatedMLP(nn.Module):
 
 
 class PlainMLP(nn.Module):
-    """fc2(act(fc1(x)))."""
+    """fc2(act(fc1(x))); `names` are the two projections' checkpoint names."""
+
+    names = ("fc1", "fc2")
 
     def __init__(self, cfg, dtype: ir.DataType, packed: bool = False):  # nothing to pack
         super().__init__()
         self.act = cfg.activation
-        self.fc1 = Linear(cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias, dtype)
-        self.fc2 = Linear(cfg.intermediate_size, cfg.hidden_size, cfg.mlp_bias, dtype)
+        up, down = self.names
+        setattr(self, up, Linear(cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias, dtype))
+        setattr(self, down, Linear(cfg.intermediate_size, cfg.hidden_size, cfg.mlp_bias, dtype))
 
     def forward(self, op, x):
-        return self.fc2(op, activation(op, self.act, self.fc1(op, x)))
+        up, down = (getattr(self, name) for name in self.names)
+        return down(op, activation(op, self.act, up(op, x)))

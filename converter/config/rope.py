@@ -45,6 +45,8 @@ class Rope:
     attention_factor: float | None = None
     short_factor: tuple[float, ...] | None = None
     long_factor: tuple[float, ...] | None = None
+    # rotate pairs (x[2i], x[2i+1]) (GPT-J's rotate_every_two) instead of (x[i], x[i + dim/2])
+    interleaved: bool = False
 
     def _exponents(self) -> np.ndarray:
         """``2i / dim`` for i < dim // 2, rounded to float32 as transformers does, held in f64."""
