@@ -128,8 +128,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "gpt-sw3": ("dense", "dense decoder: not converted yet"),
     "gpt_bigcode": ("dense", "dense decoder: not converted yet"),
     "gpt_neo": ("dense", "dense decoder: not converted yet"),
-    "gpt_neox": ("dense", "dense decoder: not converted yet"),
-    "gpt_neox_japanese": ("dense", "dense decoder: not converted yet"),
     "gpt_oss": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",

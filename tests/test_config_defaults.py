@@ -20,6 +20,7 @@ import pytest
 import torch
 import transformers
 from huggingface_hub.errors import StrictDataclassClassValidationError
+from transformers.core_model_loading import revert_weight_conversion
 
 from converter import build
 from converter.config import ArchitectureConfig, ConfigReader, config_defaults
@@ -122,9 +123,12 @@ def _transformers_loads(folder: Path) -> bool:
             model = transformers.AutoModelForCausalLM.from_config(config)
     except (ValueError, StrictDataclassClassValidationError):  # transformers refuses them too
         return False
-    expected = {name: tuple(t.shape) for name, t in model.state_dict().items()}
+    # the names save_pretrained writes (GPT-NeoX keeps `lm_head` as `embed_out`)
+    weights = model.state_dict()
+    expected = {n: tuple(t.shape) for n, t in revert_weight_conversion(model, weights).items()}
     stored = {name: ref.shape for name, ref in Checkpoint(folder).tensors.items()}
-    tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
+    tied_names = model._tied_weights_keys if config.tie_word_embeddings else {}
+    tied = set(revert_weight_conversion(model, {n: weights[n] for n in tied_names}))
     return all(expected.get(name) == shape for name, shape in stored.items()) and not (
         set(expected) - set(stored) - tied
     )
