@@ -278,7 +278,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "openai-gpt": ("dense", "dense decoder: not converted yet"),
     "opt": ("dense", "dense decoder: not converted yet"),
     "pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "persimmon": ("dense", "dense decoder: not converted yet"),
     "phi4_multimodal": ("speech", "a speech or audio model: issue 13"),
     "phimoe": (
         "moe",
