@@ -263,7 +263,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "musicgen_melody": ("speech", "a speech or audio model: issue 13"),
     "mvp": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "nanochat": ("dense", "dense decoder: not converted yet"),
-    "nemotron": ("dense", "dense decoder: not converted yet"),
     "nemotron_h": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",

@@ -21,18 +21,25 @@ class RMSNorm(nn.Module):
 
 
 class LayerNorm(nn.Module):
-    def __init__(self, size: int, eps: float, dtype: ir.DataType):
+    """`bias` False: scale only (Cohere); `offset` = 1.0 for scales stored as w - 1 (Nemotron)."""
+
+    def __init__(
+        self, size: int, eps: float, dtype: ir.DataType, bias: bool = True, offset: float = 0.0
+    ):
         super().__init__()
         self.weight = nn.Parameter([size], dtype)
-        self.bias = nn.Parameter([size], dtype)
+        self.bias = nn.Parameter([size], dtype) if bias else None
         self.eps = eps
+        self.offset = offset
 
     def forward(self, op, x):
-        return op.LayerNormalization(x, self.weight, self.bias, axis=-1, epsilon=self.eps)
+        scale = self.weight if self.offset == 0.0 else op.Add(self.weight, self.offset)
+        return op.LayerNormalization(x, scale, self.bias, axis=-1, epsilon=self.eps)
 
 
 def make_norm(cfg, size: int, dtype: ir.DataType) -> RMSNorm | LayerNorm:
-    """The norm a family uses, sized `size`."""
-    if cfg.norm_type == "layer":
-        return LayerNorm(size, cfg.norm_eps, dtype)
+    """The norm a family uses, sized `size` ("layer_no_bias": LayerNorm with a scale only)."""
+    if cfg.norm_type in ("layer", "layer_no_bias"):
+        bias = cfg.norm_type == "layer"
+        return LayerNorm(size, cfg.norm_eps, dtype, bias=bias, offset=cfg.norm_offset)
     return RMSNorm(size, cfg.norm_eps, dtype, offset=cfg.norm_offset)
