@@ -113,8 +113,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "gemma4_unified_assistant": ("dense", "dense decoder: not converted yet"),
     "gemma4_unified_text": ("dense", "dense decoder: not converted yet"),
     "git": ("vlm", "a vision-language model: issue 14"),
-    "glm": ("dense", "dense decoder: not converted yet"),
-    "glm4": ("dense", "dense decoder: not converted yet"),
     "glm4_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
