@@ -337,7 +337,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "stablelm": ("dense", "dense decoder: not converted yet"),
     "starcoder2": ("dense", "dense decoder: not converted yet"),
     "trocr": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "vaultgemma": ("dense", "dense decoder: not converted yet"),

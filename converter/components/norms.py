@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 from onnxscript import nn
+
+from converter.dtypes import NUMPY_OF
 
 
 class RMSNorm(nn.Module):
@@ -35,6 +38,24 @@ class LayerNorm(nn.Module):
     def forward(self, op, x):
         scale = self.weight if self.offset == 0.0 else op.Add(self.weight, self.offset)
         return op.LayerNormalization(x, scale, self.bias, axis=-1, epsilon=self.eps)
+
+
+class HeadwiseLayerNorm(nn.Module):
+    """LayerNorm over each head of x [batch, sequence, heads, head_dim], each head with its own
+    scale and no bias; a subclass stores the scales and gives them as `scale(op)` [heads,
+    head_dim] (StableLM's and Cohere's q/k norms)."""
+
+    def __init__(self, head_dim: int, eps: float, dtype: ir.DataType):
+        super().__init__()
+        self.eps, self.ones = eps, np.ones(head_dim, NUMPY_OF[dtype])
+
+    def scale(self, op):
+        raise NotImplementedError
+
+    def forward(self, op, x):
+        ones = op.Constant(value=ir.tensor(self.ones))
+        normed = op.LayerNormalization(x, ones, axis=-1, epsilon=self.eps)
+        return op.Mul(normed, self.scale(op))
 
 
 def make_norm(cfg, size: int, dtype: ir.DataType) -> RMSNorm | LayerNorm:
