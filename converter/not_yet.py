@@ -46,13 +46,10 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "bloom": ("dense", "dense decoder: not converted yet"),
     "blt": ("dense", "dense decoder: not converted yet"),
     "camembert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "cohere": ("dense", "dense decoder: not converted yet"),
-    "cohere2": ("dense", "dense decoder: not converted yet"),
     "cohere2_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "cohere_compass_text": ("dense", "dense decoder: not converted yet"),
     "cpmant": ("dense", "dense decoder: not converted yet"),
     "ctrl": ("dense", "dense decoder: not converted yet"),
     "cwm": ("dense", "dense decoder: not converted yet"),

@@ -121,7 +121,7 @@ def _transformers_loads(folder: Path) -> bool:
         config = transformers.AutoConfig.from_pretrained(folder)
         with torch.device("meta"):
             model = transformers.AutoModelForCausalLM.from_config(config)
-    except (ValueError, TypeError, StrictDataclassClassValidationError):  # refused there too
+    except (ValueError, TypeError, KeyError, StrictDataclassClassValidationError):  # refused
         return False
     # the names save_pretrained writes (GPT-NeoX keeps `lm_head` as `embed_out`)
     weights = model.state_dict()

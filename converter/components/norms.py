@@ -37,7 +37,9 @@ class LayerNorm(nn.Module):
 
     def forward(self, op, x):
         scale = self.weight if self.offset == 0.0 else op.Add(self.weight, self.offset)
-        return op.LayerNormalization(x, scale, self.bias, axis=-1, epsilon=self.eps)
+        # no bias: no input at all (onnxruntime 1.32 crashes on an empty trailing one)
+        inputs = (x, scale) if self.bias is None else (x, scale, self.bias)
+        return op.LayerNormalization(*inputs, axis=-1, epsilon=self.eps)
 
 
 class HeadwiseLayerNorm(nn.Module):
