@@ -144,7 +144,6 @@ FAMILIES = [
         "cohere_compass_text",
         CohereLM,
         "Cohere 2 with a rope (or none) per layer type, rotating halves",
-        ("CohereLabs/North-Micro-Vision-Instruct",),
         rules=CohereCompassRules(**_COHERE),
     ),
 ]
