@@ -43,14 +43,10 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "bloom": ("dense", "dense decoder: not converted yet"),
     "blt": ("dense", "dense decoder: not converted yet"),
     "camembert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "codegen": ("dense", "dense decoder: not converted yet"),
-    "cohere": ("dense", "dense decoder: not converted yet"),
-    "cohere2": ("dense", "dense decoder: not converted yet"),
     "cohere2_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "cohere_compass_text": ("dense", "dense decoder: not converted yet"),
     "cpmant": ("dense", "dense decoder: not converted yet"),
     "ctrl": ("dense", "dense decoder: not converted yet"),
     "data2vec-text": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
@@ -108,8 +104,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "gemma4_unified_assistant": ("dense", "dense decoder: not converted yet"),
     "gemma4_unified_text": ("dense", "dense decoder: not converted yet"),
     "git": ("vlm", "a vision-language model: issue 14"),
-    "glm": ("dense", "dense decoder: not converted yet"),
-    "glm4": ("dense", "dense decoder: not converted yet"),
     "glm4_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -123,13 +117,10 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "gpt-sw3": ("dense", "dense decoder: not converted yet"),
     "gpt_bigcode": ("dense", "dense decoder: not converted yet"),
     "gpt_neo": ("dense", "dense decoder: not converted yet"),
-    "gpt_neox": ("dense", "dense decoder: not converted yet"),
-    "gpt_neox_japanese": ("dense", "dense decoder: not converted yet"),
     "gpt_oss": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "gptj": ("dense", "dense decoder: not converted yet"),
     "granite_swa": ("dense", "dense decoder: not converted yet"),
     "granitemoe": (
         "moe",
@@ -255,7 +246,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "musicgen_melody": ("speech", "a speech or audio model: issue 13"),
     "mvp": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "nanochat": ("dense", "dense decoder: not converted yet"),
-    "nemotron": ("dense", "dense decoder: not converted yet"),
     "nemotron_h": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
@@ -270,7 +260,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "openai-gpt": ("dense", "dense decoder: not converted yet"),
     "opt": ("dense", "dense decoder: not converted yet"),
     "pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "persimmon": ("dense", "dense decoder: not converted yet"),
     "phi4_multimodal": ("speech", "a speech or audio model: issue 13"),
     "phimoe": (
         "moe",
@@ -332,7 +321,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "stablelm": ("dense", "dense decoder: not converted yet"),
     "starcoder2": ("dense", "dense decoder: not converted yet"),
     "trocr": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "vaultgemma": ("dense", "dense decoder: not converted yet"),

@@ -13,13 +13,14 @@ import torch
 
 from converter.quantize import quantize_q4
 
-_FLOAT_TABLES = ("embed_tokens", "wte", "wpe", "lm_head")
+_FLOAT_TABLES = ("embed_tokens", "wte", "embed_in", "lm_head", "embed_out")
+_NEVER = ("wpe", "norm")  # position table; 2-D norm scales (Cohere's per-head q/k norms)
 
 
 def dequantized_copy(model, block_size: int = 32, symmetric: bool = True, tables: bool = False):
     """`tables`: also the token embedding and lm_head (what --int4-lm-head quantizes)."""
     copied = copy.deepcopy(model)
-    skip = ("wpe",) if tables else _FLOAT_TABLES
+    skip = _NEVER if tables else (*_NEVER, *_FLOAT_TABLES)
     conv1d = model.config.model_type == "gpt2"
     with torch.no_grad():
         for name, param in copied.named_parameters():

@@ -193,6 +193,45 @@ def test_config_error_names_the_key(tiny: Path, changes: dict[str, Any], message
         convert(tiny)
 
 
+_TINY = {"vocab_size": 128, "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+_COMPASS = {
+    **_TINY,
+    "model_type": "cohere_compass_text",
+    "layer_types": ["sliding_attention", "full_attention"],
+    "sliding_window": 4,
+}
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {**_TINY, "model_type": "gptj", "rotary_dim": 20},
+            r"'rotary_dim' = 20 must be even and at most the head size 16",
+        ),
+        ({**_TINY, "model_type": "nemotron"}, r"'num_key_value_heads' is missing"),
+        (
+            {**_COMPASS, "rope_parameters": {"full_attention": {"rope_theta": 1e4}}},
+            r"'rope_parameters' has no entry for sliding_attention layers",
+        ),
+        (
+            {
+                **_COMPASS,
+                "rope_parameters": {
+                    "sliding_attention": None,
+                    "full_attention": {"rope_theta": 1e4},
+                },
+            },
+            r"'rope_parameters' = .* is not supported: sliding layers without rope while",
+        ),
+    ],
+    ids=lambda v: v["model_type"] if isinstance(v, dict) else None,
+)
+def test_family_config_error_names_the_key(config: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ArchitectureConfig.from_hf(config)
+
+
 def test_unknown_activation_fails_at_build(tiny: Path) -> None:
     edit_config(tiny, hidden_act="mish")
     with pytest.raises(ConfigError, match=r"'hidden_act' = 'mish' is not a supported activation"):

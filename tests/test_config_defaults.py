@@ -123,7 +123,7 @@ def _transformers_model(folder: Path):
         )
     except (ValueError, StrictDataclassClassValidationError):  # transformers refuses them too
         return None
-    except TypeError:  # or fails on a None it left unfilled (Ministral's head_dim)
+    except (TypeError, KeyError):  # or fails on a None it left unfilled (Ministral's head_dim)
         return None
     except RuntimeError:  # or on a tensor of another shape
         return None

@@ -368,6 +368,26 @@ def test_rope_parameters_theta_wins_and_gpt_neox_spelling() -> None:
     assert (rope.theta, rope.dim) == (5.0e4, 8)
 
 
+@pytest.mark.parametrize("model_type", ["gpt_neox", "gpt_neox_japanese"])
+def test_gpt_neox_legacy_keys_win_over_the_family_defaults(model_type: str) -> None:
+    """The family's default partial_rotary_factor and rope_theta (filled in for keys a
+    config.json leaves out) must not hide the rotary_pct and rotary_emb_base it does carry."""
+    import transformers
+
+    from converter.config import ArchitectureConfig
+
+    raw = {
+        **cfg(rotary_emb_base=5.0e4, rotary_pct=0.5),
+        "model_type": model_type,
+        "vocab_size": 1 << 15,
+    }
+    raw.pop("head_dim")
+    rope = ArchitectureConfig.from_hf(raw).rope
+    hf = transformers.AutoConfig.for_model(**copy.deepcopy(raw)).rope_parameters
+    assert (rope.theta, rope.dim) == (hf["rope_theta"], int(HEAD_DIM * hf["partial_rotary_factor"]))
+    assert (rope.theta, rope.dim) == (5.0e4, 16)
+
+
 def test_defaults_resolved() -> None:
     rope = parse_rope(cfg(rope_scaling={"type": "yarn", "factor": 4.0}), head_dim=HEAD_DIM)
     assert rope == Rope(

@@ -36,6 +36,7 @@ class AttentionSpec:
 class Attention(nn.Module):
     """q/k/v projections (or one fused `qkv_proj`), optional q/k norms, output projection."""
 
+    qkv_proj_name = "qkv_proj"  # the fused projection, when the config has one
     out_proj_name = "o_proj"
     qk_norm_names = ("q_norm", "k_norm")
 
@@ -46,23 +47,29 @@ class Attention(nn.Module):
         q_size, kv_size = spec.heads * d, spec.kv_heads * d
         self.fused = cfg.fused_qkv
         if self.fused:
-            self.qkv_proj = Linear(hidden, q_size + 2 * kv_size, cfg.qkv_bias, dtype)
+            fused = Linear(hidden, q_size + 2 * kv_size, cfg.qkv_bias, dtype)
+            setattr(self, self.qkv_proj_name, fused)
         else:
             parts = [("q_proj", q_size), ("k_proj", kv_size), ("v_proj", kv_size)]
             self.qkv = PackedLinear(parts, hidden, cfg.qkv_bias, dtype, packed)
         setattr(self, self.out_proj_name, Linear(q_size, hidden, cfg.o_bias, dtype))
         self.qk_norm = cfg.qk_norm
         if cfg.qk_norm is not None:
-            whole = cfg.qk_norm == "full"
             q_name, k_name = self.qk_norm_names
-            setattr(self, q_name, make_norm(cfg, q_size if whole else d, dtype))
-            setattr(self, k_name, make_norm(cfg, kv_size if whole else d, dtype))
+            setattr(self, q_name, self.make_qk_norm(cfg, spec.heads, dtype))
+            setattr(self, k_name, self.make_qk_norm(cfg, spec.kv_heads, dtype))
+
+    def make_qk_norm(self, cfg, heads: int, dtype: ir.DataType):
+        """The norm of q (or k, with `heads` heads): over each head, or the whole projection."""
+        size = heads * cfg.head_dim if cfg.qk_norm == "full" else cfg.head_dim
+        return make_norm(cfg, size, dtype)
 
     def _project(self, op, x):
         if self.fused:
             d, spec = self.spec.head_dim, self.spec
             sizes = [spec.heads * d, spec.kv_heads * d, spec.kv_heads * d]
-            return op.Split(self.qkv_proj(op, x), sizes, axis=-1, _outputs=3)
+            fused = getattr(self, self.qkv_proj_name)
+            return op.Split(fused(op, x), sizes, axis=-1, _outputs=3)
         return self.qkv(op, x)
 
     def _norm(self, op, norm, x):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 from onnxscript import nn
+
+from converter.dtypes import NUMPY_OF
 
 
 class RMSNorm(nn.Module):
@@ -21,18 +24,45 @@ class RMSNorm(nn.Module):
 
 
 class LayerNorm(nn.Module):
-    def __init__(self, size: int, eps: float, dtype: ir.DataType):
+    """`bias` False: scale only (Cohere); `offset` = 1.0 for scales stored as w - 1 (Nemotron)."""
+
+    def __init__(
+        self, size: int, eps: float, dtype: ir.DataType, bias: bool = True, offset: float = 0.0
+    ):
         super().__init__()
         self.weight = nn.Parameter([size], dtype)
-        self.bias = nn.Parameter([size], dtype)
+        self.bias = nn.Parameter([size], dtype) if bias else None
         self.eps = eps
+        self.offset = offset
 
     def forward(self, op, x):
-        return op.LayerNormalization(x, self.weight, self.bias, axis=-1, epsilon=self.eps)
+        scale = self.weight if self.offset == 0.0 else op.Add(self.weight, self.offset)
+        # no bias: no input at all (onnxruntime 1.32 crashes on an empty trailing one)
+        inputs = (x, scale) if self.bias is None else (x, scale, self.bias)
+        return op.LayerNormalization(*inputs, axis=-1, epsilon=self.eps)
+
+
+class HeadwiseLayerNorm(nn.Module):
+    """LayerNorm over each head of x [batch, sequence, heads, head_dim], each head with its own
+    scale and no bias; a subclass stores the scales and gives them as `scale(op)` [heads,
+    head_dim] (StableLM's and Cohere's q/k norms)."""
+
+    def __init__(self, head_dim: int, eps: float, dtype: ir.DataType):
+        super().__init__()
+        self.eps, self.ones = eps, np.ones(head_dim, NUMPY_OF[dtype])
+
+    def scale(self, op):
+        raise NotImplementedError
+
+    def forward(self, op, x):
+        ones = op.Constant(value=ir.tensor(self.ones))
+        normed = op.LayerNormalization(x, ones, axis=-1, epsilon=self.eps)
+        return op.Mul(normed, self.scale(op))
 
 
 def make_norm(cfg, size: int, dtype: ir.DataType) -> RMSNorm | LayerNorm:
-    """The norm a family uses, sized `size`."""
-    if cfg.norm_type == "layer":
-        return LayerNorm(size, cfg.norm_eps, dtype)
+    """The norm a family uses, sized `size` ("layer_no_bias": LayerNorm with a scale only)."""
+    if cfg.norm_type in ("layer", "layer_no_bias"):
+        bias = cfg.norm_type == "layer"
+        return LayerNorm(size, cfg.norm_eps, dtype, bias=bias, offset=cfg.norm_offset)
     return RMSNorm(size, cfg.norm_eps, dtype, offset=cfg.norm_offset)

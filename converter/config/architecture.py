@@ -38,9 +38,9 @@ class ArchitectureConfig:
     head_dim: int
     max_position_embeddings: int
     # norms
-    norm_type: str  # "rms" | "layer"
+    norm_type: str  # "rms" | "layer" | "layer_no_bias" (LayerNorm with a scale only)
     norm_eps: float
-    norm_offset: float  # Gemma stores RMSNorm weights as w - 1
+    norm_offset: float  # Gemma (RMSNorm) and Nemotron (LayerNorm) store scales as w - 1
     layout: str  # one of LAYOUTS
     # blocks
     activation: str

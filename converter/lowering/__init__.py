@@ -74,7 +74,10 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
         report.fusions["skip_norms"] = fuse_skip_norms(model)
     if int4 is not None:
         quantizers: dict = {}  # a tied table is quantized once, for the head and the rows
-        report.fusions["int4_matmuls"] = quantize_matmuls(model, ep, int4, float_type, quantizers)
+        heads = {m.weight.name for m in module.modules() if getattr(m, "head", False)}
+        report.fusions["int4_matmuls"] = quantize_matmuls(
+            model, ep, int4, float_type, quantizers, heads
+        )
         if int4.lm_head and ep.has(GATHER_Q4):
             table = module.embedding_table().name
             report.fusions["int4_embeddings"] = quantize_embedding(

@@ -15,8 +15,6 @@ from converter.lowering.passes import MS_DOMAIN, is_initializer, only_use
 from converter.quantize import DEQUANTIZE_LINEAR_AXIS, quantize_q4, to_dequantize_linear
 from converter.weights import source_array
 
-LM_HEAD = "lm_head.weight"
-
 
 @dataclass(frozen=True)
 class Int4:
@@ -37,11 +35,13 @@ def quantize_matmuls(
     int4: Int4,
     act: ir.DataType,
     quantizers: dict[str, _LazyQ4],
+    heads: set[str],
 ) -> int:
     """MatMul by a weight initializer -> int4 weights, lazily quantized while written.
 
     EPs with MatMulNBits get that kernel; the portable graph gets the standard
-    `MatMul(x, DequantizeLinear(int4 values, scales))`. Returns how many were quantized.
+    `MatMul(x, DequantizeLinear(int4 values, scales))`. The LM head's weights (`heads`) only
+    with `int4.lm_head`. Returns how many were quantized.
     """
     graph, count = model.graph, 0
     for node in list(graph):
@@ -51,7 +51,7 @@ def quantize_matmuls(
         if found is None:
             continue
         weight, transpose, layout_nk = found
-        if weight.name == LM_HEAD and not int4.lm_head:
+        if weight.name in heads and not int4.lm_head:
             continue
         if ep.has(MATMUL_NBITS):
             quantized = quantizers.setdefault(
