@@ -124,7 +124,7 @@ def _transformers_loads(folder: Path) -> bool:
         return False
     expected = {name: tuple(t.shape) for name, t in model.state_dict().items()}
     stored = {name: ref.shape for name, ref in Checkpoint(folder).tensors.items()}
-    tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
+    tied = set(model.all_tied_weights_keys) if config.tie_word_embeddings else set()
     return all(expected.get(name) == shape for name, shape in stored.items()) and not (
         set(expected) - set(stored) - tied
     )

@@ -36,6 +36,7 @@ class AttentionSpec:
 class Attention(nn.Module):
     """q/k/v projections (or one fused `qkv_proj`), optional q/k norms, output projection."""
 
+    qkv_names = ("q_proj", "k_proj", "v_proj")
     out_proj_name = "o_proj"
     qk_norm_names = ("q_norm", "k_norm")
 
@@ -48,7 +49,7 @@ class Attention(nn.Module):
         if self.fused:
             self.qkv_proj = Linear(hidden, q_size + 2 * kv_size, cfg.qkv_bias, dtype)
         else:
-            parts = [("q_proj", q_size), ("k_proj", kv_size), ("v_proj", kv_size)]
+            parts = list(zip(self.qkv_names, (q_size, kv_size, kv_size), strict=True))
             self.qkv = PackedLinear(parts, hidden, cfg.qkv_bias, dtype, packed)
         setattr(self, self.out_proj_name, Linear(q_size, hidden, cfg.o_bias, dtype))
         self.qk_norm = cfg.qk_norm

@@ -21,10 +21,12 @@ class RMSNorm(nn.Module):
 
 
 class LayerNorm(nn.Module):
-    def __init__(self, size: int, eps: float, dtype: ir.DataType):
+    """`bias` False: a scale alone (ModernBERT's norm_bias)."""
+
+    def __init__(self, size: int, eps: float, dtype: ir.DataType, bias: bool = True):
         super().__init__()
         self.weight = nn.Parameter([size], dtype)
-        self.bias = nn.Parameter([size], dtype)
+        self.bias = nn.Parameter([size], dtype) if bias else None
         self.eps = eps
 
     def forward(self, op, x):

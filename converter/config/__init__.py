@@ -1,6 +1,6 @@
 """config.json -> ArchitectureConfig: the reader (typed keys, defaults), the family rules, rope."""
 
-from converter.config.architecture import LAYOUTS, ArchitectureConfig, ConfigRules
+from converter.config.architecture import LAYOUTS, ArchitectureConfig, ConfigRules, extend
 from converter.config.reader import (
     GENERATION_CONFIG,
     TOKEN_KEYS,
@@ -25,6 +25,7 @@ __all__ = [
     "Rope",
     "check_generation_config",
     "config_defaults",
+    "extend",
     "model_type_of",
     "parse_local_rope",
     "parse_rope",
