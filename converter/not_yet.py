@@ -125,9 +125,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "glm_moe_dsa": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "got_ocr2": ("vlm", "a vision-language model: issue 14"),
-    "gpt-sw3": ("dense", "dense decoder: not converted yet"),
-    "gpt_bigcode": ("dense", "dense decoder: not converted yet"),
-    "gpt_neo": ("dense", "dense decoder: not converted yet"),
     "gpt_neox": ("dense", "dense decoder: not converted yet"),
     "gpt_neox_japanese": ("dense", "dense decoder: not converted yet"),
     "gpt_oss": (
@@ -278,7 +275,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "olmoe": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
-    "openai-gpt": ("dense", "dense decoder: not converted yet"),
     "pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "persimmon": ("dense", "dense decoder: not converted yet"),
     "phi4_multimodal": ("speech", "a speech or audio model: issue 13"),
