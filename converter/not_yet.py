@@ -54,7 +54,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "cohere_compass_text": ("dense", "dense decoder: not converted yet"),
     "cpmant": ("dense", "dense decoder: not converted yet"),
-    "ctrl": ("dense", "dense decoder: not converted yet"),
     "cwm": ("dense", "dense decoder: not converted yet"),
     "data2vec-text": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "dbrx": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
@@ -173,7 +172,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "internlm3": ("dense", "dense decoder: not converted yet"),
     "iquestcoder": ("dense", "dense decoder: not converted yet"),
-    "jais2": ("dense", "dense decoder: not converted yet"),
     "jamba": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
