@@ -253,7 +253,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "mllama": ("vlm", "a vision-language model: issue 14"),
-    "modernbert-decoder": ("dense", "dense decoder: not converted yet"),
     "moshi": ("speech", "a speech or audio model: issue 13"),
     "moss_transcribe_diarize": ("speech", "a speech or audio model: issue 13"),
     "mpt": ("dense", "dense decoder: not converted yet"),

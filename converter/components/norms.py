@@ -30,7 +30,9 @@ class LayerNorm(nn.Module):
         self.eps = eps
 
     def forward(self, op, x):
-        return op.LayerNormalization(x, self.weight, self.bias, axis=-1, epsilon=self.eps)
+        # no empty trailing input for a missing bias: onnxruntime's optimizer crashes on one
+        params = (self.weight,) if self.bias is None else (self.weight, self.bias)
+        return op.LayerNormalization(x, *params, axis=-1, epsilon=self.eps)
 
 
 def make_norm(cfg, size: int, dtype: ir.DataType) -> RMSNorm | LayerNorm:
