@@ -53,6 +53,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "cohere_compass_text": ("dense", "dense decoder: not converted yet"),
+    "cpmant": ("dense", "dense decoder: not converted yet"),
     "cwm": ("dense", "dense decoder: not converted yet"),
     "data2vec-text": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "dbrx": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),

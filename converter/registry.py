@@ -55,9 +55,6 @@ class Family:
     genai: str | None = None  # onnxruntime-genai's model.type when it differs from model_type
     unused: tuple[str, ...] = ()  # checkpoint tensors this family never reads (regexes)
     prefix: str = ""  # base-model prefix some checkpoints omit
-    # transformers' model slices its cached prefix off itself (CPM-Ant): the reference feeds it
-    # the whole sequence at every step, as its generation does
-    reference_feeds_whole_sequence: bool = False
 
     @property
     def genai_type(self) -> str:

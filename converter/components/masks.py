@@ -34,12 +34,3 @@ def attention_masks(op, attention_mask, tokens, windows, dtype: ir.DataType) -> 
         allowed = causal if window is None else op.And(causal, op.Less(distance, window))
         masks[window] = op.Where(op.And(allowed, padding), zero, masked)
     return masks
-
-
-def padding_mask(op, key_valid, dtype: ir.DataType):
-    """Additive mask [batch, 1, 1, total_sequence]: 0 where `key_valid` [batch, total], masked
-    elsewhere, with no causal part (CPM-Ant's prompt attends both ways)."""
-    zero = op.Constant(value=ir.tensor(0.0, dtype=dtype))
-    masked = op.Constant(value=ir.tensor(_MASKED[dtype], dtype=dtype))
-    valid = op.Unsqueeze(op.Cast(key_valid, to=ir.DataType.BOOL), [1, 2])
-    return op.Where(valid, zero, masked)

@@ -29,12 +29,7 @@ class TransformersReference:
     def run(self, ids: np.ndarray, mask: np.ndarray, steps: list[np.ndarray]) -> list[np.ndarray]:
         """Logits (float32) of the prefill and of each step in `steps`, positions from the mask
         (so left padding counts from the first real token). A model that keeps no cache
-        (OpenAI GPT), or slices its cached prefix off itself (CPM-Ant), reads the whole sequence
-        again at each step."""
-        from converter.registry import families
-
-        family = families().get(self.model.config.model_type)
-        rereads = family is not None and family.reference_feeds_whole_sequence
+        (OpenAI GPT) reads the whole sequence again at each step."""
         torch, outputs, cache = self.torch, [], None
         position = np.clip(mask.cumsum(-1) - 1, 0, None)
         seen = ids
@@ -44,8 +39,7 @@ class TransformersReference:
                     mask = np.concatenate([mask, np.ones((mask.shape[0], 1), mask.dtype)], 1)
                     position = np.concatenate([position, position[:, -1:] + 1], 1)
                     seen = np.concatenate([seen, token], 1)
-                whole = cache is None or rereads
-                new = seen.shape[1] if whole else token.shape[1]
+                new = token.shape[1] if cache is not None else seen.shape[1]
                 out = self.model(
                     input_ids=torch.tensor(seen[:, -new:]),
                     attention_mask=torch.tensor(mask),
