@@ -53,7 +53,12 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "cohere_compass_text": ("dense", "dense decoder: not converted yet"),
-    "cpmant": ("dense", "dense decoder: not converted yet"),
+    "cpmant": (
+        "dense",
+        "a prefix LM whose first call prepends prompt_length learned prompt tokens that stay "
+        "in the KV cache, so the cache is longer than attention_mask; onnxruntime-genai "
+        "allocates every present.* output by attention_mask's length and refuses it",
+    ),
     "cwm": ("dense", "dense decoder: not converted yet"),
     "data2vec-text": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "dbrx": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),

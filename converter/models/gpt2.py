@@ -132,14 +132,14 @@ FAMILIES = [
         unused=_GPT2_UNUSED,
         prefix="transformer.",
     ),
-    # GPT-SW3 is GPT-2 under another model_type (transformers reads it with GPT2Config)
+    # GPT-SW3 is GPT-2 under another model_type (transformers reads it with GPT2Config); it runs
+    # as onnxruntime-genai's generic decoder (0.18's "gpt2" type asks for inputs it lacks)
     Family(
         "gpt-sw3",
         GPT2LM,
         "GPT-2 under another name",
         ("AI-Sweden-Models/gpt-sw3-126m",),
         rules=_GPT2_RULES,
-        genai="gpt2",
         unused=_GPT2_UNUSED,
         prefix="transformer.",
     ),
