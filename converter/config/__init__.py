@@ -1,6 +1,12 @@
 """config.json -> ArchitectureConfig: the reader (typed keys, defaults), the family rules, rope."""
 
-from converter.config.architecture import LAYOUTS, ArchitectureConfig, ConfigRules, extend
+from converter.config.architecture import (
+    LAYOUTS,
+    ArchitectureConfig,
+    ConfigRules,
+    MultiHeadRules,
+    extend,
+)
 from converter.config.reader import (
     GENERATION_CONFIG,
     TOKEN_KEYS,
@@ -22,6 +28,7 @@ __all__ = [
     "ArchitectureConfig",
     "ConfigReader",
     "ConfigRules",
+    "MultiHeadRules",
     "Rope",
     "check_generation_config",
     "config_defaults",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, ConfigReader
@@ -243,6 +243,15 @@ class ConfigRules:
                 "'layer_types' asks for sliding attention but 'sliding_window' is unset"
             )
         return window, tuple(layer_types)
+
+
+class MultiHeadRules(ConfigRules):
+    """A family with one key/value head per query head: like transformers, it ignores any
+    num_key_value_heads in config.json."""
+
+    def read(self, r: ConfigReader) -> ArchitectureConfig:
+        cfg = super().read(r)
+        return replace(cfg, num_key_value_heads=cfg.num_attention_heads)
 
 
 def extend(cfg: ArchitectureConfig, cls: type[ArchitectureConfig], **values: Any):

@@ -10,9 +10,9 @@ from onnxscript import nn
 
 from converter.components import Embedding, LayerNorm
 from converter.components.positions import LearnedPositions
-from converter.config import ArchitectureConfig, ConfigReader
+from converter.config import ArchitectureConfig, ConfigReader, MultiHeadRules
 from converter.models.opt import FAIRSEQ_POSITION_OFFSET, FairseqLayer
-from converter.models.positional import MultiHeadRules, PositionalBody, PositionalLM
+from converter.models.positional import PositionalBody, PositionalLM
 from converter.registry import Family
 
 # BioGPT's LayerNorms take torch's default epsilon; transformers never reads layer_norm_eps

@@ -10,11 +10,11 @@ from onnxscript import nn
 
 from converter.components import Attention, Embedding, LayerNorm, Linear
 from converter.components.positions import SinusoidalPositions
-from converter.config import ArchitectureConfig, ConfigReader
+from converter.config import ArchitectureConfig, ConfigReader, MultiHeadRules
 from converter.errors import ConfigError
 from converter.execution_providers import SKIP_NORM
 from converter.models.decoder import attention_spec
-from converter.models.positional import MultiHeadRules, PositionalBody, PositionalLM
+from converter.models.positional import PositionalBody, PositionalLM
 from converter.registry import Family
 
 LAYER_NORM_EPS = 1e-6  # CTRL's layer norms inside the layers; config.json sets only the final one

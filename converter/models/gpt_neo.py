@@ -8,11 +8,11 @@ from onnxscript import nn
 
 from converter.components import Attention, Embedding, LayerNorm, Linear, activation
 from converter.components.positions import LearnedPositions
-from converter.config import FULL, SLIDING, ArchitectureConfig, ConfigReader
+from converter.config import FULL, SLIDING, ArchitectureConfig, ConfigReader, MultiHeadRules
 from converter.errors import ConfigError
 from converter.execution_providers import SKIP_NORM
 from converter.models.decoder import attention_spec
-from converter.models.positional import MultiHeadRules, PositionalBody, PositionalLM
+from converter.models.positional import PositionalBody, PositionalLM
 from converter.registry import Family
 
 

@@ -17,7 +17,7 @@ from converter.config import (
     SLIDING,
     ArchitectureConfig,
     ConfigReader,
-    ConfigRules,
+    MultiHeadRules,
     Rope,
     extend,
     parse_local_rope,
@@ -167,7 +167,7 @@ class ModernBertDecoderLM(nn.Module):
         return logits, presents
 
 
-class ModernBertDecoderRules(ConfigRules):
+class ModernBertDecoderRules(MultiHeadRules):
     def read(self, r: ConfigReader) -> ModernBertDecoderConfig:
         # older configs: one rope base per layer type, every n-th layer global
         r.alias(global_rope_theta="rope_theta", local_rope_theta="rope_local_base_freq")

@@ -8,11 +8,11 @@ from onnxscript import nn
 
 from converter.components import Embedding, LayerNorm
 from converter.components.positions import LearnedPositions
-from converter.config import ArchitectureConfig, ConfigReader
+from converter.config import ArchitectureConfig, ConfigReader, MultiHeadRules
 from converter.errors import ConfigError
 from converter.execution_providers import SKIP_NORM
 from converter.models.gpt2 import GPT2MLP, GPT2Attention
-from converter.models.positional import MultiHeadRules, PositionalBody, PositionalLM
+from converter.models.positional import PositionalBody, PositionalLM
 from converter.registry import Family
 
 

@@ -11,10 +11,10 @@ from onnxscript import nn
 
 from converter.components import Attention, Embedding, LayerNorm, Linear, activation
 from converter.components.positions import LearnedPositions
-from converter.config import ArchitectureConfig, ConfigReader, extend
+from converter.config import ArchitectureConfig, ConfigReader, MultiHeadRules, extend
 from converter.execution_providers import SKIP_NORM
 from converter.models.decoder import attention_spec
-from converter.models.positional import MultiHeadRules, PositionalBody, PositionalLM
+from converter.models.positional import PositionalBody, PositionalLM
 from converter.registry import Family
 
 # fairseq's learned positions skip two rows (its padding index + 1)

@@ -4,14 +4,12 @@ its modules under its checkpoint's names; these classes run them and count their
 
 from __future__ import annotations
 
-import dataclasses
-
 import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components.cache import LayerCache
 from converter.components.linear import Bias, Linear
-from converter.config import ArchitectureConfig, ConfigReader, ConfigRules
+from converter.config import ArchitectureConfig
 from converter.execution_providers import GQA, SKIP_NORM, ExecutionProvider
 from converter.models.decoder import (
     AttentionKernelChoice,
@@ -20,15 +18,6 @@ from converter.models.decoder import (
     tied_head_fusions,
 )
 from converter.tasks.text_generation import DecoderInputs
-
-
-class MultiHeadRules(ConfigRules):
-    """A family with one key/value head per query head: like transformers, it reads no
-    num_key_value_heads."""
-
-    def read(self, r: ConfigReader) -> ArchitectureConfig:
-        cfg = super().read(r)
-        return dataclasses.replace(cfg, num_key_value_heads=cfg.num_attention_heads)
 
 
 class PositionalBody(nn.Module):

@@ -12,10 +12,10 @@ from onnxscript import nn
 
 from converter.components import Embedding, LayerNorm
 from converter.components.positions import SinusoidalPositions
-from converter.config import ArchitectureConfig, ConfigReader
+from converter.config import ArchitectureConfig, ConfigReader, MultiHeadRules
 from converter.errors import ConfigError
 from converter.models.opt import FAIRSEQ_POSITION_OFFSET, FairseqLayer
-from converter.models.positional import MultiHeadRules, PositionalBody, PositionalLM
+from converter.models.positional import PositionalBody, PositionalLM
 from converter.registry import Family
 
 
