@@ -36,7 +36,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "bert-generation": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "big_bird": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "bigbird_pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "biogpt": ("dense", "dense decoder: not converted yet"),
     "bitnet": ("dense", "dense decoder: not converted yet"),
     "blenderbot": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "blenderbot-small": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
@@ -47,8 +46,12 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "cpmant": ("dense", "dense decoder: not converted yet"),
-    "ctrl": ("dense", "dense decoder: not converted yet"),
+    "cpmant": (
+        "dense",
+        "a prefix LM whose first call prepends prompt_length learned prompt tokens that stay "
+        "in the KV cache, so the cache is longer than attention_mask; onnxruntime-genai "
+        "allocates every present.* output by attention_mask's length and refuses it",
+    ),
     "data2vec-text": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "dbrx": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "deepseek_v2": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
@@ -114,9 +117,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "glm_moe_dsa": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "got_ocr2": ("vlm", "a vision-language model: issue 14"),
-    "gpt-sw3": ("dense", "dense decoder: not converted yet"),
-    "gpt_bigcode": ("dense", "dense decoder: not converted yet"),
-    "gpt_neo": ("dense", "dense decoder: not converted yet"),
     "gpt_oss": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -158,7 +158,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "jais2": ("dense", "dense decoder: not converted yet"),
     "jamba": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
@@ -238,7 +237,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "mllama": ("vlm", "a vision-language model: issue 14"),
-    "modernbert-decoder": ("dense", "dense decoder: not converted yet"),
     "moshi": ("speech", "a speech or audio model: issue 13"),
     "moss_transcribe_diarize": ("speech", "a speech or audio model: issue 13"),
     "mpt": ("dense", "dense decoder: not converted yet"),
@@ -257,8 +255,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "olmoe": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
-    "openai-gpt": ("dense", "dense decoder: not converted yet"),
-    "opt": ("dense", "dense decoder: not converted yet"),
     "pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "phi4_multimodal": ("speech", "a speech or audio model: issue 13"),
     "phimoe": (
@@ -325,7 +321,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "trocr": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "vaultgemma": ("dense", "dense decoder: not converted yet"),
     "whisper": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "xglm": ("dense", "dense decoder: not converted yet"),
     "xlm": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "xlm-roberta": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "xlm-roberta-xl": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),

@@ -10,24 +10,30 @@ import copy
 
 import numpy as np
 import torch
+from transformers.pytorch_utils import Conv1D
 
 from converter.quantize import quantize_q4
 
-_FLOAT_TABLES = ("embed_tokens", "wte", "embed_in", "lm_head", "embed_out")
-_NEVER = ("wpe", "norm")  # position table; 2-D norm scales (Cohere's per-head q/k norms)
-
 
 def dequantized_copy(model, block_size: int = 32, symmetric: bool = True, tables: bool = False):
-    """`tables`: also the token embedding and lm_head (what --int4-lm-head quantizes)."""
+    """Every Linear and Conv1D weight; with `tables` also the token embedding and the LM head
+    (what --int4-lm-head quantizes). Position tables are never quantized."""
     copied = copy.deepcopy(model)
-    skip = _NEVER if tables else (*_NEVER, *_FLOAT_TABLES)
-    conv1d = model.config.model_type == "gpt2"
+    tables_of = {copied.get_input_embeddings(), copied.get_output_embeddings()}
+    done: set[int] = set()  # a tied head shares the embedding's weight
     with torch.no_grad():
-        for name, param in copied.named_parameters():
-            if param.ndim != 2 or any(t in name for t in skip):
+        for module in copied.modules():
+            if module in tables_of:
+                quantized = tables
+            else:
+                quantized = isinstance(module, torch.nn.Linear | Conv1D)
+            if not quantized or id(module.weight) in done:
                 continue
-            weight = param.numpy().T if conv1d else param.numpy()  # [N, K]
+            done.add(id(module.weight))
+            conv1d = isinstance(module, Conv1D)  # stored [K, N]
+            weight = module.weight.numpy()
+            weight = weight.T if conv1d else weight  # [N, K]
             q4 = quantize_q4(np.ascontiguousarray(weight), block_size, symmetric)
             values = q4.dequantize()
-            param.copy_(torch.from_numpy(values.T.copy() if conv1d else values))
+            module.weight.copy_(torch.from_numpy(values.T.copy() if conv1d else values))
     return copied

@@ -37,6 +37,7 @@ class Attention(nn.Module):
     """q/k/v projections (or one fused `qkv_proj`), optional q/k norms, output projection."""
 
     qkv_proj_name = "qkv_proj"  # the fused projection, when the config has one
+    qkv_names = ("q_proj", "k_proj", "v_proj")
     out_proj_name = "o_proj"
     qk_norm_names = ("q_norm", "k_norm")
 
@@ -50,7 +51,7 @@ class Attention(nn.Module):
             fused = Linear(hidden, q_size + 2 * kv_size, cfg.qkv_bias, dtype)
             setattr(self, self.qkv_proj_name, fused)
         else:
-            parts = [("q_proj", q_size), ("k_proj", kv_size), ("v_proj", kv_size)]
+            parts = list(zip(self.qkv_names, (q_size, kv_size, kv_size), strict=True))
             self.qkv = PackedLinear(parts, hidden, cfg.qkv_bias, dtype, packed)
         setattr(self, self.out_proj_name, Linear(q_size, hidden, cfg.o_bias, dtype))
         self.qk_norm = cfg.qk_norm

@@ -32,6 +32,17 @@ class Linear(nn.Module):
         return y if self.bias is None else op.Add(y, self.bias)
 
 
+class Bias(nn.Module):
+    """A bias alone: what an LM head tied to the embeddings keeps of its own (CTRL)."""
+
+    def __init__(self, size: int, dtype: ir.DataType):
+        super().__init__()
+        self.bias = nn.Parameter([size], dtype)
+
+    def forward(self, op, x):
+        return op.Add(x, self.bias)
+
+
 class Conv1D(nn.Module):
     """GPT-2's Conv1D: `weight` is already [in, out]."""
 

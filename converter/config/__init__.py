@@ -1,6 +1,12 @@
 """config.json -> ArchitectureConfig: the reader (typed keys, defaults), the family rules, rope."""
 
-from converter.config.architecture import LAYOUTS, ArchitectureConfig, ConfigRules
+from converter.config.architecture import (
+    LAYOUTS,
+    ArchitectureConfig,
+    ConfigRules,
+    MultiHeadRules,
+    extend,
+)
 from converter.config.reader import (
     GENERATION_CONFIG,
     TOKEN_KEYS,
@@ -22,9 +28,11 @@ __all__ = [
     "ArchitectureConfig",
     "ConfigReader",
     "ConfigRules",
+    "MultiHeadRules",
     "Rope",
     "check_generation_config",
     "config_defaults",
+    "extend",
     "model_type_of",
     "parse_local_rope",
     "parse_rope",

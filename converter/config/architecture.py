@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, ConfigReader
@@ -23,7 +23,8 @@ from converter.errors import ConfigError
 #   sandwich  x + post(attn(pre(x))); x + post(mlp(pre(x)))            (gemma2/3)
 #   post      x + norm(attn(x)); x + norm(mlp(x))                      (olmo2)
 #   parallel  x + attn(norm(x)) + mlp(norm(x))                         (phi)
-LAYOUTS = ("pre", "sandwich", "post", "parallel")
+#   post_residual  norm(x + attn(x)); norm(x + mlp(x))                 (gpt-1, opt-350m)
+LAYOUTS = ("pre", "sandwich", "post", "parallel", "post_residual")
 
 
 @dataclass(frozen=True)
@@ -266,3 +267,19 @@ class ConfigRules:
                 "'layer_types' asks for sliding attention but 'sliding_window' is unset"
             )
         return window, tuple(layer_types)
+
+
+class MultiHeadRules(ConfigRules):
+    """A family with one key/value head per query head: like transformers, it ignores any
+    num_key_value_heads in config.json."""
+
+    def read(self, r: ConfigReader) -> ArchitectureConfig:
+        cfg = super().read(r)
+        return replace(cfg, num_key_value_heads=cfg.num_attention_heads)
+
+
+def extend(cfg: ArchitectureConfig, cls: type[ArchitectureConfig], **values: Any):
+    """`cfg` as a family's subclass `cls` of ArchitectureConfig, with `values`: the subclass's
+    own fields (OPT's word_embed_proj_dim) and generic ones the family reads its own way."""
+    generic = {f.name: getattr(cfg, f.name) for f in fields(ArchitectureConfig)}
+    return cls(**{**generic, **values})

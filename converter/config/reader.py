@@ -142,6 +142,13 @@ class ConfigReader:
     def token_ids(self, key: str, vocab: int) -> tuple[int, ...]:
         return token_ids(self.raw.get(key), key, vocab, "config.json")
 
+    def alias(self, **generic_of: str) -> None:
+        """Read a family's own key names where the generic reading looks: `alias(ffn_dim=
+        "intermediate_size")` gives OPT's ffn_dim to every read of intermediate_size."""
+        for key, generic in generic_of.items():
+            if self.has(key):
+                self.raw[generic] = self.raw[key]
+
     def refuse(self, key: str, why: str) -> None:
         """A setting the converter does not implement: an error naming it, never ignored."""
         raise ConfigError(f"'{key}' = {self.raw.get(key)!r} is not supported: {why}")

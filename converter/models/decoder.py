@@ -227,15 +227,16 @@ def tied_head_fusions(cfg: ArchitectureConfig, plan) -> dict[str, int]:
     }
 
 
-def project_logits(op, model, cfg: ArchitectureConfig, hidden):
-    """lm_head (or the tied embedding table), then logit multiplier and softcap."""
+def project_logits(op, model, cfg: ArchitectureConfig, hidden, head=None):
+    """lm_head (`head` where the checkpoint names it otherwise, or the tied embedding table),
+    then logit multiplier and softcap."""
     if cfg.tie_word_embeddings:
-        flat = op.Reshape(hidden, [-1, cfg.hidden_size])
+        flat = op.Flatten(hidden, axis=2)  # [batch * sequence, the table's width]
         logits = op.Gemm(flat, model.embedding_table(), transB=1)
         batch_seq = op.Shape(hidden, start=0, end=2)
         logits = op.Reshape(logits, op.Concat(batch_seq, [cfg.vocab_size], axis=0))
     else:
-        logits = model.lm_head(op, hidden)
+        logits = (model.lm_head if head is None else head)(op, hidden)
     if cfg.logits_multiplier != 1.0:
         logits = op.Mul(logits, cfg.logits_multiplier)
     if cfg.final_logit_softcap:

@@ -120,14 +120,27 @@ class GPT2LM(nn.Module):
         return project_logits(op, self, self.cfg, hidden), presents
 
 
+_GPT2_RULES = ConfigRules(norm_type="layer", qkv_bias=True, o_bias=True, mlp_bias=True, rope=False)
+_GPT2_UNUSED = (r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias",)
 FAMILIES = [
     Family(
         "gpt2",
         GPT2LM,
         "learned absolute positions, LayerNorm, fused Conv1D c_attn",
         ("openai-community/gpt2",),
-        rules=ConfigRules(norm_type="layer", qkv_bias=True, o_bias=True, mlp_bias=True, rope=False),
-        unused=(r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias",),
+        rules=_GPT2_RULES,
+        unused=_GPT2_UNUSED,
+        prefix="transformer.",
+    ),
+    # GPT-SW3 is GPT-2 under another model_type (transformers reads it with GPT2Config); it runs
+    # as onnxruntime-genai's generic decoder (0.18's "gpt2" type asks for inputs it lacks)
+    Family(
+        "gpt-sw3",
+        GPT2LM,
+        "GPT-2 under another name",
+        ("AI-Sweden-Models/gpt-sw3-126m",),
+        rules=_GPT2_RULES,
+        unused=_GPT2_UNUSED,
         prefix="transformer.",
     ),
 ]

@@ -28,23 +28,27 @@ class TransformersReference:
 
     def run(self, ids: np.ndarray, mask: np.ndarray, steps: list[np.ndarray]) -> list[np.ndarray]:
         """Logits (float32) of the prefill and of each step in `steps`, positions from the mask
-        (so left padding counts from the first real token)."""
+        (so left padding counts from the first real token). A model that keeps no cache
+        (OpenAI GPT) reads the whole sequence again at each step."""
         torch, outputs, cache = self.torch, [], None
         position = np.clip(mask.cumsum(-1) - 1, 0, None)
+        seen = ids
         with torch.no_grad():
             for token in [ids, *steps]:
-                if cache is not None:
+                if outputs:
                     mask = np.concatenate([mask, np.ones((mask.shape[0], 1), mask.dtype)], 1)
-                    position = position[:, -1:] + 1
+                    position = np.concatenate([position, position[:, -1:] + 1], 1)
+                    seen = np.concatenate([seen, token], 1)
+                new = token.shape[1] if cache is not None else seen.shape[1]
                 out = self.model(
-                    input_ids=torch.tensor(token),
+                    input_ids=torch.tensor(seen[:, -new:]),
                     attention_mask=torch.tensor(mask),
-                    position_ids=torch.tensor(position),
+                    position_ids=torch.tensor(position[:, -new:]),
                     cache=cache,
                     use_cache=True,
                 )
-                cache = out.cache
-                outputs.append(out.logits.float().numpy())
+                cache = out.get("cache")
+                outputs.append(out.logits[:, -token.shape[1] :].float().numpy())
         return outputs
 
     def greedy(self, ids: np.ndarray, new_tokens: int) -> tuple[list[int], float]:

@@ -13,3 +13,6 @@ COMMON = {
     "eos_token_id": 2,
     "pad_token_id": 0,
 }
+
+# families whose attention has a key/value head per query head (no num_key_value_heads)
+MULTI_HEAD = {k: v for k, v in COMMON.items() if k != "num_key_value_heads"}

@@ -1,0 +1,85 @@
+"""XGLM: OPT's fairseq layers with scaled word embeddings and fairseq's sinusoidal positions
+(offset by 2, the padding index's row zero), a final `layer_norm`."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import onnx_ir as ir
+from onnxscript import nn
+
+from converter.components import Embedding, LayerNorm
+from converter.components.positions import SinusoidalPositions
+from converter.config import ArchitectureConfig, ConfigReader, MultiHeadRules
+from converter.errors import ConfigError
+from converter.models.opt import FAIRSEQ_POSITION_OFFSET, FairseqLayer
+from converter.models.positional import PositionalBody, PositionalLM
+from converter.registry import Family
+
+
+def fairseq_frequencies(dim: int) -> np.ndarray:
+    """tensor2tensor's: exp(-i * ln(10000) / (dim / 2 - 1)) for i < dim / 2, in float32."""
+    if dim % 2 or dim < 4:
+        raise ConfigError(f"'d_model' = {dim}: sinusoidal positions need an even width >= 4")
+    half = dim // 2
+    step = np.float32(-math.log(10000) / (half - 1))
+    return np.exp(np.arange(half, dtype=np.float32) * step)
+
+
+class XGLMBody(PositionalBody):
+    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep):
+        super().__init__(cfg, dtype, ep)
+        hidden = cfg.hidden_size
+        self.embed_tokens = Embedding(cfg.vocab_size, hidden, dtype, scale=cfg.embedding_multiplier)
+        self.embed_positions = SinusoidalPositions(
+            fairseq_frequencies(hidden), dtype, FAIRSEQ_POSITION_OFFSET, cfg.pad_token_id
+        )
+        self.layers = nn.ModuleList(
+            [FairseqLayer(cfg, i, dtype) for i in range(cfg.num_hidden_layers)]
+        )
+        self.layer_norm = LayerNorm(hidden, cfg.norm_eps, dtype)
+
+    def token_table(self):
+        return self.embed_tokens.weight
+
+    def blocks(self):
+        return self.layers
+
+    def embed(self, op, inputs):
+        x = self.embed_tokens(op, inputs.tokens, inputs.embedded)
+        return op.Add(x, self.embed_positions(op, inputs.position_ids))
+
+    def finish(self, op, x):
+        return self.layer_norm(op, x)
+
+
+class XGLMLM(PositionalLM):
+    body_cls = XGLMBody
+    body_name = "model"
+
+
+class XGLMRules(MultiHeadRules):
+    def read(self, r: ConfigReader) -> ArchitectureConfig:
+        r.alias(
+            attention_heads="num_attention_heads",
+            num_layers="num_hidden_layers",
+            ffn_dim="intermediate_size",
+        )
+        if r.bool("add_cross_attention", False):
+            r.refuse("add_cross_attention", "a decoder-only export has no encoder to attend to")
+        scale = r.float("d_model") ** 0.5 if r.bool("scale_embedding", True) else 1.0
+        return dataclasses.replace(super().read(r), embedding_multiplier=scale)
+
+
+FAMILIES = [
+    Family(
+        "xglm",
+        XGLMLM,
+        "fairseq layers, scaled embeddings, sinusoidal positions offset by 2",
+        ("facebook/xglm-564M",),
+        rules=XGLMRules(norm_type="layer", qkv_bias=True, o_bias=True, mlp_bias=True, rope=False),
+        prefix="model.",
+    ),
+]
