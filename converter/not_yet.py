@@ -272,8 +272,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "olmo": ("dense", "dense decoder: not converted yet"),
-    "olmo3": ("dense", "dense decoder: not converted yet"),
     "olmo_hybrid": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",

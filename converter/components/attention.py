@@ -51,6 +51,7 @@ class Attention(nn.Module):
             parts = [("q_proj", q_size), ("k_proj", kv_size), ("v_proj", kv_size)]
             self.qkv = PackedLinear(parts, hidden, cfg.qkv_bias, dtype, packed)
         setattr(self, self.out_proj_name, Linear(q_size, hidden, cfg.o_bias, dtype))
+        self.clip = cfg.clip_qkv
         self.qk_norm = cfg.qk_norm
         if cfg.qk_norm is not None:
             whole = cfg.qk_norm == "full"
@@ -73,6 +74,8 @@ class Attention(nn.Module):
 
     def forward(self, op, x, kernel, past_key, past_value):
         q, k, v = self._project(op, x)
+        if self.clip is not None:
+            q, k, v = (op.Clip(t, -self.clip, self.clip) for t in (q, k, v))
         if self.qk_norm is not None:
             q_name, k_name = self.qk_norm_names
             q = self._norm(op, getattr(self, q_name), q)
@@ -93,7 +96,12 @@ class Rotary:
             self.tables[rope] = rotary_cos_sin(op, self.position_ids, rope, self.dtype)
         cos, sin = self.tables[rope]
         return op.RotaryEmbedding(
-            x, cos, sin, interleaved=0, num_heads=heads, rotary_embedding_dim=rope.dim
+            x,
+            cos,
+            sin,
+            interleaved=int(rope.interleaved),
+            num_heads=heads,
+            rotary_embedding_dim=rope.dim,
         )
 
 
@@ -171,7 +179,7 @@ class GroupQueryAttention:
             softcap=spec.softcap,
             local_window_size=self.ep.gqa_local_window_size(spec.window),
             do_rotary=int(inside),
-            rotary_interleaved=0,
+            rotary_interleaved=int(inside and spec.rope.interleaved),
             _domain="com.microsoft",
             _version=1,
             _outputs=3,

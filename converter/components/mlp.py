@@ -33,13 +33,17 @@ class GatedMLP(nn.Module):
 
 
 class PlainMLP(nn.Module):
-    """fc2(act(fc1(x)))."""
+    """fc2(act(fc1(x))); a family may name the two projections otherwise."""
+
+    in_name, out_name = "fc1", "fc2"
 
     def __init__(self, cfg, dtype: ir.DataType, packed: bool = False):  # nothing to pack
         super().__init__()
         self.act = cfg.activation
-        self.fc1 = Linear(cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias, dtype)
-        self.fc2 = Linear(cfg.intermediate_size, cfg.hidden_size, cfg.mlp_bias, dtype)
+        inner, bias = cfg.intermediate_size, cfg.mlp_bias
+        setattr(self, self.in_name, Linear(cfg.hidden_size, inner, bias, dtype))
+        setattr(self, self.out_name, Linear(inner, cfg.hidden_size, bias, dtype))
 
     def forward(self, op, x):
-        return self.fc2(op, activation(op, self.act, self.fc1(op, x)))
+        h = activation(op, self.act, getattr(self, self.in_name)(op, x))
+        return getattr(self, self.out_name)(op, h)

@@ -39,6 +39,8 @@ def rotary_cos_sin(op, position_ids, rope: Rope, dtype: ir.DataType):
     seq_len = op.Add(op.ReduceMax(positions, keepdims=0), 1.0)
     freqs = op.Mul(op.Unsqueeze(positions, [-1]), _inverse_frequencies(op, rope, seq_len))
     cos, sin = op.Cos(freqs), op.Sin(freqs)
+    if rope.reverse:
+        sin = op.Neg(sin)
     scaling = rope.attention_scaling()
     if scaling != 1.0:
         cos, sin = op.Mul(cos, scaling), op.Mul(sin, scaling)

@@ -68,6 +68,10 @@ class ArchitectureConfig:
     bos_token_id: int | None
     eos_token_id: tuple[int, ...]
     pad_token_id: int | None
+    # twists a few families have (defaults: none)
+    norm_affine: bool = True  # False: norms without weight or bias (OLMo, NanoChat)
+    clip_qkv: float | None = None  # q, k and v clamped to [-clip, clip] (OLMo)
+    layer_ropes: tuple[Rope | None, ...] | None = None  # per-layer ropes, None: no rotary
 
     @classmethod
     def from_hf(cls, config: dict[str, Any]) -> ArchitectureConfig:
@@ -80,6 +84,8 @@ class ArchitectureConfig:
 
     def rope_of(self, index: int) -> Rope | None:
         """The rotary embedding of layer `index` (sliding layers may have their own)."""
+        if self.layer_ropes is not None:
+            return self.layer_ropes[index]
         if self.layer_types[index] == SLIDING and self.local_rope is not None:
             return self.local_rope
         return self.rope
@@ -92,7 +98,7 @@ class ConfigRules:
     """How one family reads config.json. The base reads the Llama layout; a family gives
     `traits` (keyword arguments: fixed facts its config.json does not state) and overrides the
     hooks that differ. Known traits: norm_type, norm_offset, layout, fused_qkv, fused_gate_up,
-    qkv_bias, o_bias, mlp_bias, qk_norm, embed_scale_sqrt, rope (False: no rotary), tied."""
+    qkv_bias, o_bias, mlp_bias, qk_norm, embed_scale_sqrt, rope (False: no rotary), norm_affine."""
 
     TRAITS = frozenset(
         {
@@ -107,6 +113,7 @@ class ConfigRules:
             "qk_norm",
             "embed_scale_sqrt",
             "rope",
+            "norm_affine",
         }
     )
 
@@ -139,6 +146,15 @@ class ConfigRules:
     def qk_norm(self, r: ConfigReader) -> str | None:
         return self.traits.get("qk_norm")
 
+    def clip_qkv(self, r: ConfigReader) -> float | None:
+        return None
+
+    def layer_ropes(
+        self, r: ConfigReader, head_dim: int, layer_types: tuple[str, ...]
+    ) -> tuple[Rope | None, ...] | None:
+        """Each layer's rope when they differ by more than the sliding layers' local rope."""
+        return None
+
     # -- the generic reading -----------------------------------------------------------------
     def read(self, r: ConfigReader) -> ArchitectureConfig:
         traits = self.traits
@@ -161,6 +177,7 @@ class ConfigRules:
             "rms_norm_eps" if norm_type == "rms" else "layer_norm_eps",
             "layer_norm_epsilon",
             "norm_eps",
+            "norm_epsilon",
             default=1e-6 if norm_type == "rms" else 1e-5,
         )
         attention_bias = r.bool("attention_bias", default=False)
@@ -203,6 +220,9 @@ class ConfigRules:
             bos_token_id=next(iter(r.token_ids("bos_token_id", vocab)), None),
             eos_token_id=r.token_ids("eos_token_id", vocab),
             pad_token_id=next(iter(r.token_ids("pad_token_id", vocab)), None),
+            norm_affine=traits.get("norm_affine", True),
+            clip_qkv=self.clip_qkv(r),
+            layer_ropes=self.layer_ropes(r, head_dim, layer_types),
         )
 
     def head_dim(self, r: ConfigReader, hidden: int, heads: int) -> int:

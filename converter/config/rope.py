@@ -45,6 +45,9 @@ class Rope:
     attention_factor: float | None = None
     short_factor: tuple[float, ...] | None = None
     long_factor: tuple[float, ...] | None = None
+    # how pairs rotate: (i, i + dim/2) or, interleaved, (2i, 2i + 1) (ERNIE 4.5)
+    interleaved: bool = False
+    reverse: bool = False  # rotates by minus the angle (NanoChat's rotate_half flips signs)
 
     def _exponents(self) -> np.ndarray:
         """``2i / dim`` for i < dim // 2, rounded to float32 as transformers does, held in f64."""

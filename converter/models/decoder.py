@@ -42,6 +42,7 @@ _LAYOUT_NORMS = {
 class DecoderLayer(nn.Module):
     attention_cls = Attention
     mlp_cls = GatedMLP
+    layout_norms = _LAYOUT_NORMS  # a family whose checkpoint names them otherwise overrides
 
     def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType, ep):
         super().__init__()
@@ -49,7 +50,7 @@ class DecoderLayer(nn.Module):
         spec = attention_spec(cfg, index)
         self.self_attn = self.attention_cls(cfg, dtype, spec, packed=ep.has(PACKED_QKV))
         self.mlp = self.mlp_cls(cfg, dtype, packed=ep.has(PACKED_GATE_UP))
-        for name in _LAYOUT_NORMS[cfg.layout]:
+        for name in self.layout_norms[cfg.layout]:
             setattr(self, name, make_norm(cfg, cfg.hidden_size, dtype))
         self.residual_multiplier = cfg.residual_multiplier
 
@@ -73,22 +74,24 @@ class DecoderLayer(nn.Module):
         def attend(h):
             return self.self_attn(op, h, kernel, past_key, past_value)
 
+        norms = [getattr(self, name) for name in self.layout_norms[self.layout]]
         if self.layout == "parallel":
-            h = self.input_layernorm(op, x)
+            h = norms[0](op, x)
             a, key, value = attend(h)
             return op.Add(op.Add(x, a), self.mlp(op, h)), key, value
         if self.layout == "post":
+            after_attention, after_mlp = norms
             a, key, value = attend(x)
-            x = self._residual(op, x, self.post_attention_layernorm(op, a))
-            m = self.post_feedforward_layernorm(op, self.mlp(op, x))
-            return self._residual(op, x, m), key, value
-        a, key, value = attend(self.input_layernorm(op, x))
+            x = self._residual(op, x, after_attention(op, a))
+            return self._residual(op, x, after_mlp(op, self.mlp(op, x))), key, value
+        a, key, value = attend(norms[0](op, x))
         if self.layout == "sandwich":
-            x = self._residual(op, x, self.post_attention_layernorm(op, a))
-            m = self.mlp(op, self.pre_feedforward_layernorm(op, x))
-            return self._residual(op, x, self.post_feedforward_layernorm(op, m)), key, value
+            _, after_attention, before_mlp, after_mlp = norms
+            x = self._residual(op, x, after_attention(op, a))
+            m = self.mlp(op, before_mlp(op, x))
+            return self._residual(op, x, after_mlp(op, m)), key, value
         x = self._residual(op, x, a)
-        return self._residual(op, x, self.mlp(op, self.post_attention_layernorm(op, x))), key, value
+        return self._residual(op, x, self.mlp(op, norms[1](op, x))), key, value
 
 
 class DecoderBody(nn.Module):
@@ -160,8 +163,8 @@ class AttentionKernelChoice:
                 softcap=bool(cfg.attn_logit_softcap),
             )
         self.gqa = reason is None
-        ropes = [r for r in (cfg.rope, cfg.local_rope) if r is not None]
-        rotary_reason = ep.gqa_rotary_unsupported_reason(cfg.head_dim, [r.dim for r in ropes])
+        ropes = {cfg.rope_of(i) for i in range(cfg.num_hidden_layers)} - {None}
+        rotary_reason = ep.gqa_rotary_unsupported_reason(cfg.head_dim, sorted(r.dim for r in ropes))
         self.rotary_inside = rotary_reason is None
         self.fallbacks = []
         if reason:
