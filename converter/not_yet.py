@@ -78,7 +78,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "electra": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "emu3": ("vlm", "a vision-language model: issue 14"),
     "ernie": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "ernie4_5": ("dense", "dense decoder: not converted yet"),
     "ernie4_5_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -162,7 +161,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "hy_v3": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "hy_v4": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
-    "hyperclovax": ("dense", "dense decoder: not converted yet"),
     "inkling2_loop_text": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -344,9 +342,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "stablelm": ("dense", "dense decoder: not converted yet"),
-    "starcoder2": ("dense", "dense decoder: not converted yet"),
     "trocr": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "vaultgemma": ("dense", "dense decoder: not converted yet"),
     "whisper": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "xglm": ("dense", "dense decoder: not converted yet"),
     "xlm": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
