@@ -336,7 +336,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "seed_oss": ("dense", "dense decoder: not converted yet"),
-    "smollm3": ("dense", "dense decoder: not converted yet"),
     "solar_open": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
