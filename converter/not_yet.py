@@ -264,7 +264,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "musicgen": ("speech", "a speech or audio model: issue 13"),
     "musicgen_melody": ("speech", "a speech or audio model: issue 13"),
     "mvp": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "nanochat": ("dense", "dense decoder: not converted yet"),
     "nemotron": ("dense", "dense decoder: not converted yet"),
     "nemotron_h": (
         "ssm",
