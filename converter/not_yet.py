@@ -135,7 +135,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "gptj": ("dense", "dense decoder: not converted yet"),
-    "granite_swa": ("dense", "dense decoder: not converted yet"),
     "granitemoe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",

@@ -72,6 +72,7 @@ class ArchitectureConfig:
     norm_affine: bool = True  # False: norms without weight or bias (OLMo, NanoChat)
     clip_qkv: float | None = None  # q, k and v clamped to [-clip, clip] (OLMo)
     layer_ropes: tuple[Rope | None, ...] | None = None  # per-layer ropes, None: no rotary
+    attention_sinks: bool = False  # a learned logit per head joins each softmax (`sinks`)
 
     @classmethod
     def from_hf(cls, config: dict[str, Any]) -> ArchitectureConfig:

@@ -161,6 +161,7 @@ class AttentionKernelChoice:
                 NAME_OF[dtype],
                 windowed=self.windows != [None],
                 softcap=bool(cfg.attn_logit_softcap),
+                sinks=cfg.attention_sinks,
             )
         self.gqa = reason is None
         ropes = {cfg.rope_of(i) for i in range(cfg.num_hidden_layers)} - {None}
