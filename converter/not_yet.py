@@ -107,11 +107,21 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "gemma3n": ("speech", "a speech or audio model: issue 13"),
     "gemma3n_text": ("dense", "dense decoder: not converted yet"),
     "gemma4": ("speech", "a speech or audio model: issue 13"),
-    "gemma4_assistant": ("dense", "dense decoder: not converted yet"),
-    "gemma4_text": ("dense", "dense decoder: not converted yet"),
+    "gemma4_assistant": (
+        "dense",
+        "a Gemma 4 speculative-decoding draft (multi-token prediction): each step it reads the "
+        "target model's last key/values per layer type and its hidden states (inputs_embeds of "
+        "2 x backbone_hidden_size) and keeps no cache of its own, so it runs only inside the "
+        "target's generate loop, not as a text-generation package",
+    ),
     "gemma4_unified": ("speech", "a speech or audio model: issue 13"),
-    "gemma4_unified_assistant": ("dense", "dense decoder: not converted yet"),
-    "gemma4_unified_text": ("dense", "dense decoder: not converted yet"),
+    "gemma4_unified_assistant": (
+        "dense",
+        "a Gemma 4 speculative-decoding draft (multi-token prediction): each step it reads the "
+        "target model's last key/values per layer type and its hidden states (inputs_embeds of "
+        "2 x backbone_hidden_size) and keeps no cache of its own, so it runs only inside the "
+        "target's generate loop, not as a text-generation package",
+    ),
     "git": ("vlm", "a vision-language model: issue 14"),
     "glm": ("dense", "dense decoder: not converted yet"),
     "glm4": ("dense", "dense decoder: not converted yet"),

@@ -42,7 +42,7 @@ class Attention(nn.Module):
 
     def __init__(self, cfg, dtype: ir.DataType, spec: AttentionSpec, packed: bool = False):
         super().__init__()
-        hidden, d = cfg.hidden_size, cfg.head_dim
+        hidden, d = cfg.hidden_size, spec.head_dim
         self.spec = spec
         q_size, kv_size = spec.heads * d, spec.kv_heads * d
         self.fused = cfg.fused_qkv

@@ -73,6 +73,9 @@ class ArchitectureConfig:
     clip_qkv: float | None = None  # q, k and v clamped to [-clip, clip] (OLMo)
     layer_ropes: tuple[Rope | None, ...] | None = None  # per-layer ropes, None: no rotary
     attention_sinks: bool = False  # a learned logit per head joins each softmax (`sinks`)
+    # per-layer attention shapes where layers differ (Gemma 4's full-attention layers)
+    layer_head_dims: tuple[int, ...] | None = None
+    layer_kv_heads: tuple[int, ...] | None = None
 
     @classmethod
     def from_hf(cls, config: dict[str, Any]) -> ArchitectureConfig:
@@ -90,6 +93,14 @@ class ArchitectureConfig:
         if self.layer_types[index] == SLIDING and self.local_rope is not None:
             return self.local_rope
         return self.rope
+
+    def head_dim_of(self, index: int) -> int:
+        return self.head_dim if self.layer_head_dims is None else self.layer_head_dims[index]
+
+    def kv_heads_of(self, index: int) -> int:
+        if self.layer_kv_heads is None:
+            return self.num_key_value_heads
+        return self.layer_kv_heads[index]
 
     def window_of(self, index: int) -> int | None:
         return self.sliding_window if self.layer_types[index] == SLIDING else None

@@ -128,8 +128,8 @@ class DecoderBody(nn.Module):
 def attention_spec(cfg: ArchitectureConfig, index: int) -> AttentionSpec:
     return AttentionSpec(
         heads=cfg.num_attention_heads,
-        kv_heads=cfg.num_key_value_heads,
-        head_dim=cfg.head_dim,
+        kv_heads=cfg.kv_heads_of(index),
+        head_dim=cfg.head_dim_of(index),
         scale=cfg.attention_scale,
         softcap=cfg.attn_logit_softcap or 0.0,
         window=cfg.window_of(index),
@@ -140,7 +140,7 @@ def attention_spec(cfg: ArchitectureConfig, index: int) -> AttentionSpec:
 def layer_caches(cfg: ArchitectureConfig) -> list[LayerCache]:
     """Each layer's self-attention KV cache (sliding layers keep a sliding one)."""
     return [
-        kv_cache(cfg.num_key_value_heads, cfg.head_dim, cfg.window_of(i))
+        kv_cache(cfg.kv_heads_of(i), cfg.head_dim_of(i), cfg.window_of(i))
         for i in range(cfg.num_hidden_layers)
     ]
 
@@ -153,19 +153,27 @@ class AttentionKernelChoice:
 
     def __init__(self, cfg: ArchitectureConfig, ep: ExecutionProvider, dtype: ir.DataType):
         self.dtype, self.ep = dtype, ep
-        self.windows = sorted({cfg.window_of(i) for i in range(cfg.num_hidden_layers)}, key=str)
+        layers = range(cfg.num_hidden_layers)
+        self.windows = sorted({cfg.window_of(i) for i in layers}, key=str)
+        head_dims = sorted({cfg.head_dim_of(i) for i in layers})
         reason = ""
         if ep.has(GQA_FUSION):
-            reason = ep.gqa_unsupported_reason(
-                cfg.head_dim,
-                NAME_OF[dtype],
-                windowed=self.windows != [None],
-                softcap=bool(cfg.attn_logit_softcap),
-                sinks=cfg.attention_sinks,
-            )
+            reasons = [
+                ep.gqa_unsupported_reason(
+                    head_dim,
+                    NAME_OF[dtype],
+                    windowed=self.windows != [None],
+                    softcap=bool(cfg.attn_logit_softcap),
+                    sinks=cfg.attention_sinks,
+                )
+                for head_dim in head_dims
+            ]
+            reason = next((r for r in reasons if r), None)
         self.gqa = reason is None
-        ropes = {cfg.rope_of(i) for i in range(cfg.num_hidden_layers)} - {None}
-        rotary_reason = ep.gqa_rotary_unsupported_reason(cfg.head_dim, sorted(r.dim for r in ropes))
+        ropes = {cfg.rope_of(i) for i in layers} - {None}
+        dims = sorted(r.dim for r in ropes)
+        rotary_reasons = [ep.gqa_rotary_unsupported_reason(d, dims) for d in head_dims]
+        rotary_reason = next((r for r in rotary_reasons if r), None)
         self.rotary_inside = rotary_reason is None
         self.fallbacks = []
         if reason:
