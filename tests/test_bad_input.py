@@ -213,7 +213,7 @@ def test_unregistered_model_type_without_a_near_match(tiny: Path) -> None:
     with pytest.raises(UnsupportedModelError) as err:
         convert(tiny)
     assert str(err.value) == (
-        "model_type 'bert' is not supported (run `mobius list models` for all 12)"
+        f"model_type 'bert' is not supported (run `mobius list models` for all {len(families())})"
     )
 
 
@@ -613,13 +613,12 @@ def test_cli_debug_raises_with_traceback(
     assert not (tmp_path / "out").exists()
 
 
-def test_cli_list_models_names_all_twelve(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_list_models_names_every_family(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "list", "models")
     assert code == 0
     assert err == ""
-    listed = [line.split()[0] for line in out.splitlines()]
-    assert sorted(listed) == sorted(families())
-    assert len(listed) == 12
+    supported = [line.split()[0] for line in out.splitlines() if "not yet:" not in line]
+    assert sorted(supported) == sorted(families())
 
 
 def test_failed_save_leaves_no_package_files(
