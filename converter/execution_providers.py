@@ -39,6 +39,7 @@ class ExecutionProvider:
     # counts the same keys). None: the kernel ignores the attribute.
     gqa_window_offset: int | None = None
     gqa_softcap: bool = True  # whether its GQA kernel applies the softcap attribute
+    gqa_sinks: bool = False  # whether its GQA kernel is known to read head_sink (attention sinks)
 
     def has(self, fusion: str) -> bool:
         return fusion in self.fusions
@@ -48,7 +49,13 @@ class ExecutionProvider:
         return self.int4_activation if dtype == "int4" else dtype
 
     def gqa_unsupported_reason(
-        self, head_dim: int, activation: str, *, windowed: bool = False, softcap: bool = False
+        self,
+        head_dim: int,
+        activation: str,
+        *,
+        windowed: bool = False,
+        softcap: bool = False,
+        sinks: bool = False,
     ) -> str | None:
         """Why this model cannot use GroupQueryAttention here (None: it can)."""
         kernel = f"{self.name}'s GroupQueryAttention"
@@ -63,6 +70,8 @@ class ExecutionProvider:
             return f"{kernel} ignores local_window_size (sliding window)"
         if softcap and not self.gqa_softcap:
             return f"{kernel} ignores softcap"
+        if sinks and not self.gqa_sinks:
+            return f"{kernel} is not known to read head_sink (attention sinks)"
         return None
 
     def gqa_rotary_unsupported_reason(self, head_dim: int, rotary_dims: list[int]) -> str | None:
@@ -111,6 +120,7 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             # measured on 1.32: a query sees local_window_size keys, itself included
             # (gqa_attention_base.h starts the window at causal length - local_window_size)
             gqa_window_offset=0,
+            gqa_sinks=True,  # measured on 1.32: head_sink joins the softmax as one more logit
         ),
         ExecutionProvider(
             "cuda",

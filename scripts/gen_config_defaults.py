@@ -45,11 +45,12 @@ def family_defaults(model_type: str) -> dict[str, Any]:
     }
     rope = cls().to_dict().get("rope_parameters")
     if rope:
-        if FULL in rope:  # nested per layer type (Gemma 3)
+        nested = FULL in rope  # per layer type (Gemma 3 and 4): their rules hold the defaults
+        if nested:
             defaults["rope_local_base_freq"] = rope[SLIDING]["rope_theta"]
             rope = rope[FULL]
         defaults["rope_theta"] = rope["rope_theta"]
-        if rope.get("rope_type", "default") != "default":
+        if not nested and rope.get("rope_type", "default") != "default":
             defaults["rope_parameters"] = rope
         if "partial_rotary_factor" in rope:
             defaults["partial_rotary_factor"] = rope["partial_rotary_factor"]

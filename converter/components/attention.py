@@ -18,6 +18,7 @@ from converter.components.masks import attention_masks
 from converter.components.norms import make_norm
 from converter.components.rotary import rotary_cos_sin
 from converter.config.rope import Rope
+from converter.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Attention(nn.Module):
 
     def __init__(self, cfg, dtype: ir.DataType, spec: AttentionSpec, packed: bool = False):
         super().__init__()
-        hidden, d = cfg.hidden_size, cfg.head_dim
+        hidden, d = cfg.hidden_size, spec.head_dim
         self.spec = spec
         q_size, kv_size = spec.heads * d, spec.kv_heads * d
         self.fused = cfg.fused_qkv
@@ -54,6 +55,8 @@ class Attention(nn.Module):
             parts = list(zip(self.qkv_names, (q_size, kv_size, kv_size), strict=True))
             self.qkv = PackedLinear(parts, hidden, cfg.qkv_bias, dtype, packed)
         setattr(self, self.out_proj_name, Linear(q_size, hidden, cfg.o_bias, dtype))
+        self.clip = cfg.clip_qkv
+        self.sinks = nn.Parameter([spec.heads], dtype) if cfg.attention_sinks else None
         self.qk_norm = cfg.qk_norm
         if cfg.qk_norm is not None:
             q_name, k_name = self.qk_norm_names
@@ -81,11 +84,15 @@ class Attention(nn.Module):
 
     def forward(self, op, x, kernel, past_key, past_value):
         q, k, v = self._project(op, x)
+        if self.clip is not None:
+            q, k, v = (op.Clip(t, -self.clip, self.clip) for t in (q, k, v))
         if self.qk_norm is not None:
             q_name, k_name = self.qk_norm_names
             q = self._norm(op, getattr(self, q_name), q)
             k = self._norm(op, getattr(self, k_name), k)
-        y, present_key, present_value = kernel(op, q, k, v, past_key, past_value, self.spec)
+        y, present_key, present_value = kernel(
+            op, q, k, v, past_key, past_value, self.spec, sinks=self.sinks
+        )
         return getattr(self, self.out_proj_name)(op, y), present_key, present_value
 
 
@@ -118,10 +125,12 @@ class StandardAttention:
         self.masks = attention_masks(op, attention_mask, tokens, windows, dtype)
         self.rotate = Rotary(dtype, position_ids)
 
-    def __call__(self, op, q, k, v, past_key, past_value, spec: AttentionSpec):
+    def __call__(self, op, q, k, v, past_key, past_value, spec: AttentionSpec, sinks=None):
         if spec.rope is not None:
             q = self.rotate(op, q, spec.heads, spec.rope)
             k = self.rotate(op, k, spec.kv_heads, spec.rope)
+        if sinks is not None:
+            return self._with_sinks(op, q, k, v, past_key, past_value, spec, sinks)
         return op.Attention(
             q,
             k,
@@ -135,6 +144,31 @@ class StandardAttention:
             softcap=spec.softcap,
             _outputs=3,
         )
+
+    def _with_sinks(self, op, q, k, v, past_key, past_value, spec: AttentionSpec, sinks):
+        """Attention over one extra key in front: zero (so its score is 0) with a zero value,
+        its mask entry the head's sink logit, which so joins the softmax's denominator only."""
+        if spec.softcap:
+            raise ConfigError("attention sinks with an attention logit softcap are not supported")
+
+        def heads_first(x, heads):
+            return op.Transpose(op.Reshape(x, [0, 0, heads, spec.head_dim]), perm=[0, 2, 1, 3])
+
+        present_key = op.Concat(past_key, heads_first(k, spec.kv_heads), axis=2)
+        present_value = op.Concat(past_value, heads_first(v, spec.kv_heads), axis=2)
+        zero = op.Mul(op.Slice(present_key, [0], [1], [2]), 0.0)  # [batch, kv_heads, 1, dim]
+        mask = op.Expand(self.masks[spec.window], [1, spec.heads, 1, 1])
+        sink_shape = op.Concat(op.Shape(mask, start=0, end=3), [1], axis=0)
+        sink_logits = op.Expand(op.Reshape(sinks, [1, spec.heads, 1, 1]), sink_shape)
+        y = op.Attention(
+            heads_first(q, spec.heads),
+            op.Concat(zero, present_key, axis=2),
+            op.Concat(zero, present_value, axis=2),
+            op.Concat(sink_logits, mask, axis=3),
+            scale=spec.scale,
+        )
+        y = op.Reshape(op.Transpose(y, perm=[0, 2, 1, 3]), [0, 0, -1])
+        return y, present_key, present_value
 
 
 class GroupQueryAttention:
@@ -164,7 +198,7 @@ class GroupQueryAttention:
             self.caches[rope] = (op.Squeeze(cos, [0]), op.Squeeze(sin, [0]))
         return self.caches[rope]
 
-    def __call__(self, op, q, k, v, past_key, past_value, spec: AttentionSpec):
+    def __call__(self, op, q, k, v, past_key, past_value, spec: AttentionSpec, sinks=None):
         inside = spec.rope is not None and self.rotary_inside
         if spec.rope is not None and not inside:
             q = self.rotate(op, q, spec.heads, spec.rope)
@@ -180,6 +214,9 @@ class GroupQueryAttention:
             self.total,
             cos,
             sin,
+            None,  # position_ids
+            None,  # attention_bias
+            sinks,  # head_sink
             num_heads=spec.heads,
             kv_num_heads=spec.kv_heads,
             scale=spec.scale,

@@ -9,34 +9,57 @@ from onnxscript import nn
 from converter.dtypes import NUMPY_OF
 
 
-class RMSNorm(nn.Module):
-    """`offset` = 1.0 for checkpoints that store the scale as w - 1 (Gemma)."""
+def _constant(op, value: float, size: int, dtype: ir.DataType):
+    return op.Constant(value=ir.tensor(np.full([size], value, dtype=dtype.numpy())))
 
-    def __init__(self, size: int, eps: float, dtype: ir.DataType, offset: float = 0.0):
+
+class RMSNorm(nn.Module):
+    """`offset` = 1.0 for checkpoints that store the scale as w - 1 (Gemma); without `affine`
+    there is no weight (a scale of ones)."""
+
+    def __init__(
+        self,
+        size: int,
+        eps: float,
+        dtype: ir.DataType,
+        offset: float = 0.0,
+        affine: bool = True,
+    ):
         super().__init__()
-        self.weight = nn.Parameter([size], dtype)
-        self.eps = eps
-        self.offset = offset
+        self.weight = nn.Parameter([size], dtype) if affine else None
+        self.eps, self.offset, self.size, self.dtype = eps, offset, size, dtype
 
     def forward(self, op, x):
-        scale = self.weight if self.offset == 0.0 else op.Add(self.weight, self.offset)
+        if self.weight is None:
+            scale = _constant(op, 1.0, self.size, self.dtype)
+        else:
+            scale = self.weight if self.offset == 0.0 else op.Add(self.weight, self.offset)
         return op.RMSNormalization(x, scale, axis=-1, epsilon=self.eps, stash_type=1)
 
 
 class LayerNorm(nn.Module):
-    """`bias` False: scale only (Cohere); `offset` = 1.0 for scales stored as w - 1 (Nemotron)."""
+    """`bias` False: a scale only (Cohere); `offset` = 1.0 for scales stored as w - 1
+    (Nemotron); without `affine` neither weight nor bias (OLMo)."""
 
     def __init__(
-        self, size: int, eps: float, dtype: ir.DataType, bias: bool = True, offset: float = 0.0
+        self,
+        size: int,
+        eps: float,
+        dtype: ir.DataType,
+        bias: bool = True,
+        offset: float = 0.0,
+        affine: bool = True,
     ):
         super().__init__()
-        self.weight = nn.Parameter([size], dtype)
-        self.bias = nn.Parameter([size], dtype) if bias else None
-        self.eps = eps
-        self.offset = offset
+        self.weight = nn.Parameter([size], dtype) if affine else None
+        self.bias = nn.Parameter([size], dtype) if bias and affine else None
+        self.eps, self.offset, self.size, self.dtype = eps, offset, size, dtype
 
     def forward(self, op, x):
-        scale = self.weight if self.offset == 0.0 else op.Add(self.weight, self.offset)
+        if self.weight is None:
+            scale = _constant(op, 1.0, self.size, self.dtype)
+        else:
+            scale = self.weight if self.offset == 0.0 else op.Add(self.weight, self.offset)
         # no bias: no input at all (onnxruntime 1.32 crashes on an empty trailing one)
         inputs = (x, scale) if self.bias is None else (x, scale, self.bias)
         return op.LayerNormalization(*inputs, axis=-1, epsilon=self.eps)
@@ -64,5 +87,7 @@ def make_norm(cfg, size: int, dtype: ir.DataType) -> RMSNorm | LayerNorm:
     """The norm a family uses, sized `size` ("layer_no_bias": LayerNorm with a scale only)."""
     if cfg.norm_type in ("layer", "layer_no_bias"):
         bias = cfg.norm_type == "layer"
-        return LayerNorm(size, cfg.norm_eps, dtype, bias=bias, offset=cfg.norm_offset)
-    return RMSNorm(size, cfg.norm_eps, dtype, offset=cfg.norm_offset)
+        return LayerNorm(
+            size, cfg.norm_eps, dtype, bias=bias, offset=cfg.norm_offset, affine=cfg.norm_affine
+        )
+    return RMSNorm(size, cfg.norm_eps, dtype, offset=cfg.norm_offset, affine=cfg.norm_affine)

@@ -46,6 +46,8 @@ def rotary_cos_sin(op, position_ids, rope: Rope, dtype: ir.DataType):
         rows = [op.Gather(s, i % 3, axis=0) for i, s in enumerate(sections)]
         freqs = op.Concat(*rows, axis=-1)
     cos, sin = op.Cos(freqs), op.Sin(freqs)
+    if rope.reverse:
+        sin = op.Neg(sin)
     scaling = rope.attention_scaling()
     if scaling != 1.0:
         cos, sin = op.Mul(cos, scaling), op.Mul(sin, scaling)

@@ -73,6 +73,14 @@ class ArchitectureConfig:
     nope_layers: frozenset[int] = frozenset()
     # rows of an LM head pruned to the first ids of the vocabulary (None: vocab_size rows)
     output_vocab_size: int | None = None
+    # twists a few families have (defaults: none)
+    norm_affine: bool = True  # False: norms without weight or bias (OLMo, NanoChat)
+    clip_qkv: float | None = None  # q, k and v clamped to [-clip, clip] (OLMo)
+    layer_ropes: tuple[Rope | None, ...] | None = None  # per-layer ropes, None: no rotary
+    attention_sinks: bool = False  # a learned logit per head joins each softmax (`sinks`)
+    # per-layer attention shapes where layers differ (Gemma 4's full-attention layers)
+    layer_head_dims: tuple[int, ...] | None = None
+    layer_kv_heads: tuple[int, ...] | None = None
 
     @classmethod
     def from_hf(cls, config: dict[str, Any]) -> ArchitectureConfig:
@@ -92,9 +100,19 @@ class ArchitectureConfig:
         """The rotary embedding of layer `index` (sliding layers may have their own)."""
         if index in self.nope_layers:
             return None
+        if self.layer_ropes is not None:
+            return self.layer_ropes[index]
         if self.layer_types[index] == SLIDING and self.local_rope is not None:
             return self.local_rope
         return self.rope
+
+    def head_dim_of(self, index: int) -> int:
+        return self.head_dim if self.layer_head_dims is None else self.layer_head_dims[index]
+
+    def kv_heads_of(self, index: int) -> int:
+        if self.layer_kv_heads is None:
+            return self.num_key_value_heads
+        return self.layer_kv_heads[index]
 
     def window_of(self, index: int) -> int | None:
         return self.sliding_window if self.layer_types[index] == SLIDING else None
@@ -104,7 +122,7 @@ class ConfigRules:
     """How one family reads config.json. The base reads the Llama layout; a family gives
     `traits` (keyword arguments: fixed facts its config.json does not state) and overrides the
     hooks that differ. Known traits: norm_type, norm_offset, layout, fused_qkv, fused_gate_up,
-    qkv_bias, o_bias, mlp_bias, qk_norm, embed_scale_sqrt, rope (False: no rotary), tied.
+    qkv_bias, o_bias, mlp_bias, qk_norm, embed_scale_sqrt, rope (False: no rotary), norm_affine.
     `aliases` maps other spellings of keys to the names read here, as a transformers
     configuration's `attribute_map` does (a spelling found in config.json wins)."""
 
@@ -121,6 +139,7 @@ class ConfigRules:
             "qk_norm",
             "embed_scale_sqrt",
             "rope",
+            "norm_affine",
         }
     )
 
@@ -160,6 +179,15 @@ class ConfigRules:
         """Layers that skip the rotary embedding."""
         return frozenset()
 
+    def clip_qkv(self, r: ConfigReader) -> float | None:
+        return None
+
+    def layer_ropes(
+        self, r: ConfigReader, head_dim: int, layer_types: tuple[str, ...]
+    ) -> tuple[Rope | None, ...] | None:
+        """Each layer's rope when they differ by more than the sliding layers' local rope."""
+        return None
+
     # -- the generic reading -----------------------------------------------------------------
     def read(self, r: ConfigReader) -> ArchitectureConfig:
         traits = self.traits
@@ -185,6 +213,7 @@ class ConfigRules:
             "rms_norm_eps" if norm_type == "rms" else "layer_norm_eps",
             "layer_norm_epsilon",
             "norm_eps",
+            "norm_epsilon",
             default=1e-6 if norm_type == "rms" else 1e-5,
         )
         attention_bias = r.bool("attention_bias", default=False)
@@ -228,6 +257,9 @@ class ConfigRules:
             eos_token_id=r.token_ids("eos_token_id", vocab),
             pad_token_id=next(iter(r.token_ids("pad_token_id", vocab)), None),
             nope_layers=self.nope_layers(r, sliding_window, layer_types),
+            norm_affine=traits.get("norm_affine", True),
+            clip_qkv=self.clip_qkv(r),
+            layer_ropes=self.layer_ropes(r, head_dim, layer_types),
         )
 
     def head_dim(self, r: ConfigReader, hidden: int, heads: int) -> int:

@@ -17,7 +17,7 @@ import numpy as np
 
 from converter.errors import ConfigError
 
-KINDS = ("default", "linear", "dynamic", "yarn", "longrope", "llama3")
+KINDS = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
 _ALIASES = {"su": "longrope", "mrope": "default"}
 FULL = "full_attention"
 SLIDING = "sliding_attention"
@@ -48,7 +48,11 @@ class Rope:
     # multimodal rope (Qwen2-VL): the frequencies split in sections, section i rotated by the
     # positions of row i % 3 of position_ids [3, batch, sequence]
     mrope_section: tuple[int, ...] | None = None
-    interleaved: bool = False  # rotates pairs (x0, x1), (x2, x3), ... instead of the two halves
+    # how pairs rotate: (i, i + dim/2) or, interleaved, (2i, 2i + 1) (GPT-J, ERNIE 4.5)
+    interleaved: bool = False
+    reverse: bool = False  # rotates by minus the angle (NanoChat's rotate_half flips signs)
+    # proportional (Gemma 4): all `dim` rotate, only the first `rotated_pairs` at a frequency
+    rotated_pairs: int | None = None
 
     def _exponents(self) -> np.ndarray:
         """``2i / dim`` for i < dim // 2, rounded to float32 as transformers does, held in f64."""
@@ -72,6 +76,8 @@ class Rope:
             out = base / np.asarray(ext, dtype=np.float64)
         elif self.kind == "llama3":
             out = self._llama3(base)
+        elif self.kind == "proportional":
+            out = np.where(np.arange(self.dim // 2) < self.rotated_pairs, base, 0.0) / self.factor
         else:  # default, and dynamic before the sequence outgrows max_position_embeddings
             out = base
         return out.astype(np.float32)
@@ -266,11 +272,15 @@ def _build(
     kind = _kind(params, where, yarn_is_longrope)
     theta = _theta(params, where, thetas)
     dim = _rotary_dim(params, where, raw, head_dim)
+    if kind == "proportional":  # the whole head rotates, the pairs past `dim` at frequency 0
+        dim, rotated_pairs = head_dim, dim // 2
     max_key = "max_position_embeddings"
     if max_key not in raw and "n_positions" in raw:
         max_key = "n_positions"  # GPT-2-era spelling
     max_pos = _positive_int(raw.get(max_key), max_key)
     out: dict[str, Any] = dict(kind=kind, theta=theta, dim=dim, max_position_embeddings=max_pos)
+    if kind == "proportional":
+        out["rotated_pairs"] = rotated_pairs
 
     # transformers lets a top-level original_max_position_embeddings (Phi-3) override the rope
     # dict's for flat configs; nested ones read only their own entry.
@@ -287,6 +297,8 @@ def _build(
     out["original_max_position_embeddings"] = orig
 
     factor_key = f"{where}.factor"
+    if kind == "proportional" and params.get("factor") is not None:
+        out["factor"] = _positive(params["factor"], factor_key)
     if kind in ("linear", "dynamic", "llama3"):
         if params.get("factor") is None:
             raise ConfigError(f"{factor_key} is required for {kind} rope")

@@ -42,6 +42,7 @@ _LAYOUT_NORMS = {
 class DecoderLayer(nn.Module):
     attention_cls = Attention
     mlp_cls = GatedMLP
+    layout_norms = _LAYOUT_NORMS  # a family whose checkpoint names them otherwise overrides
 
     def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType, ep):
         super().__init__()
@@ -49,7 +50,7 @@ class DecoderLayer(nn.Module):
         spec = attention_spec(cfg, index)
         self.self_attn = self.attention_cls(cfg, dtype, spec, packed=ep.has(PACKED_QKV))
         self.mlp = self.mlp_cls(cfg, dtype, packed=ep.has(PACKED_GATE_UP))
-        for name in _LAYOUT_NORMS[cfg.layout]:
+        for name in self.layout_norms[cfg.layout]:
             setattr(self, name, make_norm(cfg, cfg.hidden_size, dtype))
         self.residual_multiplier = cfg.residual_multiplier
 
@@ -73,22 +74,24 @@ class DecoderLayer(nn.Module):
         def attend(h):
             return self.self_attn(op, h, kernel, past_key, past_value)
 
+        norms = [getattr(self, name) for name in self.layout_norms[self.layout]]
         if self.layout == "parallel":
-            h = self.input_layernorm(op, x)
+            h = norms[0](op, x)
             a, key, value = attend(h)
             return op.Add(op.Add(x, a), self.mlp(op, h)), key, value
         if self.layout == "post":
+            after_attention, after_mlp = norms
             a, key, value = attend(x)
-            x = self._residual(op, x, self.post_attention_layernorm(op, a))
-            m = self.post_feedforward_layernorm(op, self.mlp(op, x))
-            return self._residual(op, x, m), key, value
-        a, key, value = attend(self.input_layernorm(op, x))
+            x = self._residual(op, x, after_attention(op, a))
+            return self._residual(op, x, after_mlp(op, self.mlp(op, x))), key, value
+        a, key, value = attend(norms[0](op, x))
         if self.layout == "sandwich":
-            x = self._residual(op, x, self.post_attention_layernorm(op, a))
-            m = self.mlp(op, self.pre_feedforward_layernorm(op, x))
-            return self._residual(op, x, self.post_feedforward_layernorm(op, m)), key, value
+            _, after_attention, before_mlp, after_mlp = norms
+            x = self._residual(op, x, after_attention(op, a))
+            m = self.mlp(op, before_mlp(op, x))
+            return self._residual(op, x, after_mlp(op, m)), key, value
         x = self._residual(op, x, a)
-        return self._residual(op, x, self.mlp(op, self.post_attention_layernorm(op, x))), key, value
+        return self._residual(op, x, self.mlp(op, norms[1](op, x))), key, value
 
 
 class DecoderBody(nn.Module):
@@ -125,8 +128,8 @@ class DecoderBody(nn.Module):
 def attention_spec(cfg: ArchitectureConfig, index: int) -> AttentionSpec:
     return AttentionSpec(
         heads=cfg.num_attention_heads,
-        kv_heads=cfg.num_key_value_heads,
-        head_dim=cfg.head_dim,
+        kv_heads=cfg.kv_heads_of(index),
+        head_dim=cfg.head_dim_of(index),
         scale=cfg.attention_scale,
         softcap=cfg.attn_logit_softcap or 0.0,
         window=cfg.window_of(index),
@@ -137,7 +140,7 @@ def attention_spec(cfg: ArchitectureConfig, index: int) -> AttentionSpec:
 def layer_caches(cfg: ArchitectureConfig) -> list[LayerCache]:
     """Each layer's self-attention KV cache (sliding layers keep a sliding one)."""
     return [
-        kv_cache(cfg.num_key_value_heads, cfg.head_dim, cfg.window_of(i))
+        kv_cache(cfg.kv_heads_of(i), cfg.head_dim_of(i), cfg.window_of(i))
         for i in range(cfg.num_hidden_layers)
     ]
 
@@ -150,18 +153,27 @@ class AttentionKernelChoice:
 
     def __init__(self, cfg: ArchitectureConfig, ep: ExecutionProvider, dtype: ir.DataType):
         self.dtype, self.ep = dtype, ep
-        self.windows = sorted({cfg.window_of(i) for i in range(cfg.num_hidden_layers)}, key=str)
+        layers = range(cfg.num_hidden_layers)
+        self.windows = sorted({cfg.window_of(i) for i in layers}, key=str)
+        head_dims = sorted({cfg.head_dim_of(i) for i in layers})
         reason = ""
         if ep.has(GQA_FUSION):
-            reason = ep.gqa_unsupported_reason(
-                cfg.head_dim,
-                NAME_OF[dtype],
-                windowed=self.windows != [None],
-                softcap=bool(cfg.attn_logit_softcap),
-            )
+            reasons = [
+                ep.gqa_unsupported_reason(
+                    head_dim,
+                    NAME_OF[dtype],
+                    windowed=self.windows != [None],
+                    softcap=bool(cfg.attn_logit_softcap),
+                    sinks=cfg.attention_sinks,
+                )
+                for head_dim in head_dims
+            ]
+            reason = next((r for r in reasons if r), None)
         self.gqa = reason is None
-        ropes = [r for r in (cfg.rope, cfg.local_rope) if r is not None]
-        rotary_reason = ep.gqa_rotary_unsupported_reason(cfg.head_dim, [r.dim for r in ropes])
+        ropes = {cfg.rope_of(i) for i in layers} - {None}
+        dims = sorted(r.dim for r in ropes)
+        rotary_reasons = [ep.gqa_rotary_unsupported_reason(d, dims) for d in head_dims]
+        rotary_reason = next((r for r in rotary_reasons if r), None)
         if any(r.mrope_section for r in ropes):
             rotary_reason = (
                 "multimodal rope turns by position_ids, which the kernel's rotary ignores"

@@ -20,7 +20,7 @@ def genai_config(package, generation: dict[str, Any]) -> dict[str, Any]:
     """The config of `package` (a ModelPackage), with `generation` (generation_config.json)."""
     cfg = package.config
     [decoder] = [c for c in package.components if c.role == "decoder"]
-    kv_heads, head_size = _uniform_cache(decoder.caches)
+    kv_heads, head_size = _declared_cache(decoder.caches)
     eos = generation.get("eos_token_id", list(cfg.eos_token_id))
     eos = eos if isinstance(eos, list) else [eos]
     pad = generation.get("pad_token_id", cfg.pad_token_id)
@@ -56,15 +56,9 @@ def genai_config(package, generation: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _uniform_cache(caches) -> tuple[int, int]:
-    """(kv heads, head size) of layers that all cache K and V alike, as genai expects."""
-    shapes = {(c.key[0], c.key[-1], c.value[-1]) for c in caches}
-    if len(shapes) != 1:
-        raise MobiusError(
-            "onnxruntime-genai needs every layer's cache to have one shape; this model's "
-            f"layers have {len(shapes)}"
-        )
-    [(kv_heads, key_size, value_size)] = shapes
-    if key_size != value_size:
+def _declared_cache(caches) -> tuple[int, int]:
+    """(kv heads, head size) genai_config declares: the first layer's. Where layers differ
+    (Gemma 4), onnxruntime-genai reads each layer's shape from the graph's cache inputs."""
+    if any(c.key[-1] != c.value[-1] for c in caches):
         raise MobiusError("onnxruntime-genai needs keys and values of one head size")
-    return kv_heads, key_size
+    return caches[0].key[0], caches[0].key[-1]

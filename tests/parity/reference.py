@@ -22,6 +22,10 @@ def make_checkpoint(case: str, folder: Path, **overrides):
     with torch.no_grad():
         for param in model.parameters():
             param.add_(torch.randn_like(param) * 0.05)
+        saved = model.state_dict()
+        for name, buffer in model.named_buffers():  # stored ones, e.g. Gemma 4's layer scalars
+            if name in saved and buffer.is_floating_point():
+                buffer.add_(torch.randn_like(buffer) * 0.05)
     model.eval()
     model.save_pretrained(folder)
     _declare_model_type(folder / "config.json", model_type)

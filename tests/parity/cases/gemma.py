@@ -39,4 +39,12 @@ CASES = {
         "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
         "query_pre_attn_scalar": 16,
     },
+    "vaultgemma": {
+        **COMMON,
+        "head_dim": 16,
+        "sliding_window": 4,
+        "attn_logit_softcapping": 5.0,
+        "final_logit_softcapping": 3.0,
+        "query_pre_attn_scalar": 20,
+    },
 }
