@@ -17,7 +17,8 @@ from converter.config.architecture import ConfigRules
 from converter.errors import UnsupportedModelError
 
 # onnxruntime-genai's own names for decoder-only LLMs (model.type in genai_config.json); any
-# other decoder-only family runs as its generic "decoder" type.
+# other decoder-only family runs as its generic "decoder" type. ("gpt2" is one of its names, but
+# genai 0.18 under it looks for an input our graph does not have: GPT-2 runs as "decoder".)
 GENAI_DECODER_TYPES = frozenset(
     {
         "chatglm",
@@ -25,7 +26,6 @@ GENAI_DECODER_TYPES = frozenset(
         "gemma",
         "gemma2",
         "gemma3_text",
-        "gpt2",
         "gptoss",
         "granite",
         "llama",

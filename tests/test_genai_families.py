@@ -19,6 +19,8 @@ CASES = {  # case -> the genai model type its package declares
     "qwen3": "qwen3",
     "helium": "decoder",  # interleaved rope, no genai type of its own
     "exaone4": "decoder",  # sliding and rope-free full layers
+    "gpt2": "decoder",  # learned positions
+    "opt": "decoder",  # learned positions with an offset
 }
 
 
