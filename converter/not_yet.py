@@ -43,7 +43,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "bitnet": ("dense", "dense decoder: not converted yet"),
     "blenderbot": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "blenderbot-small": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "bloom": ("dense", "dense decoder: not converted yet"),
     "blt": ("dense", "dense decoder: not converted yet"),
     "camembert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "codegen": ("dense", "dense decoder: not converted yet"),

@@ -14,9 +14,10 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components.linear import Linear, PackedLinear
-from converter.components.masks import attention_masks
+from converter.components.masks import alibi_bias, attention_masks
 from converter.components.norms import make_norm
 from converter.components.rotary import rotary_cos_sin
+from converter.config.alibi import Alibi
 from converter.config.rope import Rope
 
 
@@ -31,6 +32,7 @@ class AttentionSpec:
     softcap: float
     window: int | None  # sliding window, None for full attention
     rope: Rope | None
+    alibi: Alibi | None = None  # linear position biases (standard kernel only)
 
 
 class Attention(nn.Module):
@@ -98,11 +100,24 @@ class Rotary:
 
 
 class StandardAttention:
-    """opset-23 RotaryEmbedding + Attention over one additive mask per window size."""
+    """opset-23 RotaryEmbedding + Attention over one additive mask per window size (plus the
+    ALiBi bias, per head, when the layer has one)."""
 
     def __init__(self, op, dtype, tokens, attention_mask, position_ids, windows):
         self.masks = attention_masks(op, attention_mask, tokens, windows, dtype)
         self.rotate = Rotary(dtype, position_ids)
+        self.dtype, self.attention_mask = dtype, attention_mask
+        self.biased: dict[tuple, object] = {}
+
+    def mask(self, op, spec: AttentionSpec):
+        """The additive mask of `spec`'s layer: [batch, 1 or heads, sequence, total]."""
+        if spec.alibi is None:
+            return self.masks[spec.window]
+        key = (spec.window, spec.alibi)
+        if key not in self.biased:
+            bias = alibi_bias(op, self.attention_mask, spec.alibi, self.dtype)
+            self.biased[key] = op.Add(self.masks[spec.window], bias)
+        return self.biased[key]
 
     def __call__(self, op, q, k, v, past_key, past_value, spec: AttentionSpec):
         if spec.rope is not None:
@@ -112,7 +127,7 @@ class StandardAttention:
             q,
             k,
             v,
-            self.masks[spec.window],
+            self.mask(op, spec),
             past_key,
             past_value,
             q_num_heads=spec.heads,

@@ -33,13 +33,17 @@ class GatedMLP(nn.Module):
 
 
 class PlainMLP(nn.Module):
-    """fc2(act(fc1(x)))."""
+    """out(act(in(x))), named `fc1`/`fc2` or as the family's checkpoint names them."""
+
+    in_proj_name, out_proj_name = "fc1", "fc2"
 
     def __init__(self, cfg, dtype: ir.DataType, packed: bool = False):  # nothing to pack
         super().__init__()
         self.act = cfg.activation
-        self.fc1 = Linear(cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias, dtype)
-        self.fc2 = Linear(cfg.intermediate_size, cfg.hidden_size, cfg.mlp_bias, dtype)
+        hidden, inner, bias = cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias
+        setattr(self, self.in_proj_name, Linear(hidden, inner, bias, dtype))
+        setattr(self, self.out_proj_name, Linear(inner, hidden, bias, dtype))
 
     def forward(self, op, x):
-        return self.fc2(op, activation(op, self.act, self.fc1(op, x)))
+        h = activation(op, self.act, getattr(self, self.in_proj_name)(op, x))
+        return getattr(self, self.out_proj_name)(op, h)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from converter.config.alibi import Alibi
 from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, ConfigReader
 from converter.config.rope import FULL, SLIDING, Rope, parse_rope
 from converter.errors import ConfigError
@@ -68,6 +69,8 @@ class ArchitectureConfig:
     bos_token_id: int | None
     eos_token_id: tuple[int, ...]
     pad_token_id: int | None
+    # ALiBi biases instead of (or besides) rotary positions; a family's rules set it
+    alibi: Alibi | None = None
 
     @classmethod
     def from_hf(cls, config: dict[str, Any]) -> ArchitectureConfig:
@@ -139,21 +142,24 @@ class ConfigRules:
     def qk_norm(self, r: ConfigReader) -> str | None:
         return self.traits.get("qk_norm")
 
+    def max_positions(self, r: ConfigReader) -> int:
+        return r.int("max_position_embeddings", "n_positions", "max_seq_len", hi=MAX_POSITIONS)
+
     # -- the generic reading -----------------------------------------------------------------
     def read(self, r: ConfigReader) -> ArchitectureConfig:
         traits = self.traits
         hidden = r.int("hidden_size", "n_embd", "d_model")
-        heads = r.int("num_attention_heads", "n_head")
+        heads = r.int("num_attention_heads", "n_head", "n_heads")
         kv_heads = r.int("num_key_value_heads", "num_kv_heads", default=heads)
         if heads % kv_heads:
             raise ConfigError(
                 f"'num_key_value_heads' = {kv_heads} must divide 'num_attention_heads' = {heads}"
             )
         head_dim = self.head_dim(r, hidden, heads)
-        layers = r.int("num_hidden_layers", "n_layer", hi=MAX_LAYERS)
+        layers = r.int("num_hidden_layers", "n_layer", "n_layers", hi=MAX_LAYERS)
         vocab = r.int("vocab_size", hi=MAX_VOCAB)
         inner = r.int("intermediate_size", "n_inner", default=4 * hidden, hi=MAX_DIM * 4)
-        max_pos = r.int("max_position_embeddings", "n_positions", hi=MAX_POSITIONS)
+        max_pos = self.max_positions(r)
         # layer_types first: the rope parser reads it to spot per-layer-type rope settings.
         sliding_window, layer_types = self.attention_windows(r, layers)
         norm_type = traits.get("norm_type", "rms")

@@ -92,31 +92,42 @@ class DecoderLayer(nn.Module):
 
 
 class DecoderBody(nn.Module):
+    """Embeddings, layers and the final norm, under the attribute names a family's checkpoint
+    uses (`embedding_name`, `layers_name`, `final_norm_name`)."""
+
     layer_cls = DecoderLayer
+    embedding_name = "embed_tokens"
+    layers_name = "layers"
     final_norm_name = "norm"
 
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         self.kernel = AttentionKernelChoice(cfg, ep, dtype)
-        self.embed_tokens = Embedding(
-            cfg.vocab_size, cfg.hidden_size, dtype, scale=cfg.embedding_multiplier
-        )
-        self.layers = nn.ModuleList(
-            [self.layer_cls(cfg, i, dtype, ep) for i in range(cfg.num_hidden_layers)]
-        )
+        scale = cfg.embedding_multiplier
+        setattr(self, self.embedding_name, Embedding(cfg.vocab_size, cfg.hidden_size, dtype, scale))
+        layers = [self.layer_cls(cfg, i, dtype, ep) for i in range(cfg.num_hidden_layers)]
+        setattr(self, self.layers_name, nn.ModuleList(layers))
         setattr(self, self.final_norm_name, make_norm(cfg, cfg.hidden_size, dtype))
+
+    @property
+    def embedding(self) -> Embedding:
+        return getattr(self, self.embedding_name)
 
     def expected_fusions(self, plan) -> dict[str, int]:
         counts = {"skip_norms": 1} if plan.has(SKIP_NORM) else {}  # the final norm: last sum
         if plan.has(GQA_FUSION):
-            counts[GQA_FUSION] = len(self.layers) if self.kernel.gqa else 0
+            counts[GQA_FUSION] = len(getattr(self, self.layers_name)) if self.kernel.gqa else 0
         return counts
 
+    def embed(self, op, inputs: DecoderInputs):
+        return self.embedding(op, inputs.tokens, inputs.embedded)
+
     def forward(self, op, inputs: DecoderInputs):
-        x = self.embed_tokens(op, inputs.tokens, inputs.embedded)
+        x = self.embed(op, inputs)
         kernel = self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
         presents = []
-        for layer, (past_key, past_value) in zip(self.layers, inputs.past, strict=True):
+        layers = getattr(self, self.layers_name)
+        for layer, (past_key, past_value) in zip(layers, inputs.past, strict=True):
             x, key, value = layer(op, x, kernel, past_key, past_value)
             presents.append((key, value))
         return getattr(self, self.final_norm_name)(op, x), presents
@@ -131,6 +142,7 @@ def attention_spec(cfg: ArchitectureConfig, index: int) -> AttentionSpec:
         softcap=cfg.attn_logit_softcap or 0.0,
         window=cfg.window_of(index),
         rope=cfg.rope_of(index),
+        alibi=cfg.alibi,
     )
 
 
@@ -152,7 +164,9 @@ class AttentionKernelChoice:
         self.dtype, self.ep = dtype, ep
         self.windows = sorted({cfg.window_of(i) for i in range(cfg.num_hidden_layers)}, key=str)
         reason = ""
-        if ep.has(GQA_FUSION):
+        if ep.has(GQA_FUSION) and cfg.alibi is not None:
+            reason = "ALiBi position biases reach attention as an additive mask"
+        elif ep.has(GQA_FUSION):
             reason = ep.gqa_unsupported_reason(
                 cfg.head_dim,
                 NAME_OF[dtype],
@@ -180,34 +194,40 @@ class AttentionKernelChoice:
 
 
 class DecoderLM(nn.Module):
-    """`model` (the body) and `lm_head`, tied to `model.embed_tokens` when the config says so."""
+    """The body (`model`, or the family's `body_name`) and `lm_head`, tied to the embedding
+    table when the config says so."""
 
     body_cls = DecoderBody
+    body_name = "model"
     lm_head_bias = False
 
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         self.cfg = cfg
-        self.model = self.body_cls(cfg, dtype, ep)
+        setattr(self, self.body_name, self.body_cls(cfg, dtype, ep))
         if not cfg.tie_word_embeddings:
             self.lm_head = Linear(
                 cfg.hidden_size, cfg.vocab_size, self.lm_head_bias, dtype, head=True
             )
 
+    @property
+    def body(self) -> DecoderBody:
+        return getattr(self, self.body_name)
+
     def embedding_table(self):
-        return self.model.embed_tokens.weight
+        return self.body.embedding.weight
 
     def caches(self) -> list[LayerCache]:
         return layer_caches(self.cfg)
 
     def fallbacks(self) -> list[str]:
-        return list(self.model.kernel.fallbacks)
+        return list(self.body.kernel.fallbacks)
 
     def expected_fusions(self, plan) -> dict[str, int]:
         return tied_head_fusions(self.cfg, plan)
 
     def forward(self, op, inputs: DecoderInputs):
-        hidden, presents = self.model(op, inputs)
+        hidden, presents = self.body(op, inputs)
         return project_logits(op, self, self.cfg, hidden), presents
 
 
