@@ -261,7 +261,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "modernbert-decoder": ("dense", "dense decoder: not converted yet"),
     "moshi": ("speech", "a speech or audio model: issue 13"),
     "moss_transcribe_diarize": ("speech", "a speech or audio model: issue 13"),
-    "mpt": ("dense", "dense decoder: not converted yet"),
     "musicgen": ("speech", "a speech or audio model: issue 13"),
     "musicgen_melody": ("speech", "a speech or audio model: issue 13"),
     "mvp": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),

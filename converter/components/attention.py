@@ -38,6 +38,7 @@ class AttentionSpec:
 class Attention(nn.Module):
     """q/k/v projections (or one fused `qkv_proj`), optional q/k norms, output projection."""
 
+    fused_qkv_name = "qkv_proj"
     out_proj_name = "o_proj"
     qk_norm_names = ("q_norm", "k_norm")
 
@@ -46,9 +47,10 @@ class Attention(nn.Module):
         hidden, d = cfg.hidden_size, cfg.head_dim
         self.spec = spec
         q_size, kv_size = spec.heads * d, spec.kv_heads * d
-        self.fused = cfg.fused_qkv
+        self.fused, self.clip = cfg.fused_qkv, cfg.clip_qkv
         if self.fused:
-            self.qkv_proj = Linear(hidden, q_size + 2 * kv_size, cfg.qkv_bias, dtype)
+            fused = Linear(hidden, q_size + 2 * kv_size, cfg.qkv_bias, dtype)
+            setattr(self, self.fused_qkv_name, fused)
         else:
             parts = [("q_proj", q_size), ("k_proj", kv_size), ("v_proj", kv_size)]
             self.qkv = PackedLinear(parts, hidden, cfg.qkv_bias, dtype, packed)
@@ -64,7 +66,8 @@ class Attention(nn.Module):
         if self.fused:
             d, spec = self.spec.head_dim, self.spec
             sizes = [spec.heads * d, spec.kv_heads * d, spec.kv_heads * d]
-            return op.Split(self.qkv_proj(op, x), sizes, axis=-1, _outputs=3)
+            qkv = getattr(self, self.fused_qkv_name)(op, x)
+            return op.Split(qkv, sizes, axis=-1, _outputs=3)
         return self.qkv(op, x)
 
     def _norm(self, op, norm, x):
@@ -75,6 +78,8 @@ class Attention(nn.Module):
 
     def forward(self, op, x, kernel, past_key, past_value):
         q, k, v = self._project(op, x)
+        if self.clip is not None:
+            q, k, v = (op.Clip(t, -self.clip, self.clip) for t in (q, k, v))
         if self.qk_norm is not None:
             q_name, k_name = self.qk_norm_names
             q = self._norm(op, getattr(self, q_name), q)

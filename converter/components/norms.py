@@ -21,18 +21,20 @@ class RMSNorm(nn.Module):
 
 
 class LayerNorm(nn.Module):
-    def __init__(self, size: int, eps: float, dtype: ir.DataType):
+    def __init__(self, size: int, eps: float, dtype: ir.DataType, bias: bool = True):
         super().__init__()
         self.weight = nn.Parameter([size], dtype)
-        self.bias = nn.Parameter([size], dtype)
+        self.bias = nn.Parameter([size], dtype) if bias else None
         self.eps = eps
 
     def forward(self, op, x):
-        return op.LayerNormalization(x, self.weight, self.bias, axis=-1, epsilon=self.eps)
+        # no empty trailing input for a missing bias: onnxruntime's optimizer crashes on it
+        scale_bias = (self.weight,) if self.bias is None else (self.weight, self.bias)
+        return op.LayerNormalization(x, *scale_bias, axis=-1, epsilon=self.eps)
 
 
 def make_norm(cfg, size: int, dtype: ir.DataType) -> RMSNorm | LayerNorm:
     """The norm a family uses, sized `size`."""
     if cfg.norm_type == "layer":
-        return LayerNorm(size, cfg.norm_eps, dtype)
+        return LayerNorm(size, cfg.norm_eps, dtype, bias=cfg.norm_bias)
     return RMSNorm(size, cfg.norm_eps, dtype, offset=cfg.norm_offset)

@@ -71,6 +71,8 @@ class ArchitectureConfig:
     pad_token_id: int | None
     # ALiBi biases instead of (or besides) rotary positions; a family's rules set it
     alibi: Alibi | None = None
+    clip_qkv: float | None = None  # q, k and v clamped to [-clip_qkv, clip_qkv]
+    norm_bias: bool = True  # LayerNorms have a bias
 
     @classmethod
     def from_hf(cls, config: dict[str, Any]) -> ArchitectureConfig:
@@ -95,7 +97,8 @@ class ConfigRules:
     """How one family reads config.json. The base reads the Llama layout; a family gives
     `traits` (keyword arguments: fixed facts its config.json does not state) and overrides the
     hooks that differ. Known traits: norm_type, norm_offset, layout, fused_qkv, fused_gate_up,
-    qkv_bias, o_bias, mlp_bias, qk_norm, embed_scale_sqrt, rope (False: no rotary), tied."""
+    qkv_bias, o_bias, mlp_bias, qk_norm, embed_scale_sqrt, rope (False: no rotary), tied,
+    norm_bias (False: LayerNorms without bias)."""
 
     TRAITS = frozenset(
         {
@@ -110,6 +113,7 @@ class ConfigRules:
             "qk_norm",
             "embed_scale_sqrt",
             "rope",
+            "norm_bias",
         }
     )
 
@@ -209,6 +213,8 @@ class ConfigRules:
             bos_token_id=next(iter(r.token_ids("bos_token_id", vocab)), None),
             eos_token_id=r.token_ids("eos_token_id", vocab),
             pad_token_id=next(iter(r.token_ids("pad_token_id", vocab)), None),
+            clip_qkv=r.optional_float("clip_qkv"),
+            norm_bias=traits.get("norm_bias", True),
         )
 
     def head_dim(self, r: ConfigReader, hidden: int, heads: int) -> int:
