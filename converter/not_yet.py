@@ -88,7 +88,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "falcon": ("dense", "dense decoder: not converted yet"),
     "falcon_h1": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
