@@ -65,7 +65,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "diffllama": ("dense", "dense decoder: not converted yet"),
     "doge": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "dory": ("dense", "dense decoder: not converted yet"),
     "dots1": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),

@@ -99,10 +99,11 @@ class DecoderBody(nn.Module):
     embedding_name = "embed_tokens"
     layers_name = "layers"
     final_norm_name = "norm"
+    gqa_refused: str | None = None  # why this family's attention cannot be GroupQueryAttention
 
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
-        self.kernel = AttentionKernelChoice(cfg, ep, dtype)
+        self.kernel = AttentionKernelChoice(cfg, ep, dtype, self.gqa_refused)
         scale = cfg.embedding_multiplier
         setattr(self, self.embedding_name, Embedding(cfg.vocab_size, cfg.hidden_size, dtype, scale))
         layers = [self.layer_cls(cfg, i, dtype, ep) for i in range(cfg.num_hidden_layers)]
@@ -160,14 +161,20 @@ class AttentionKernelChoice:
     `fallbacks` records why a fused kernel was not used, for mobius.json and the report.
     """
 
-    def __init__(self, cfg: ArchitectureConfig, ep: ExecutionProvider, dtype: ir.DataType):
+    def __init__(
+        self,
+        cfg: ArchitectureConfig,
+        ep: ExecutionProvider,
+        dtype: ir.DataType,
+        refused: str | None = None,
+    ):
         self.dtype, self.ep = dtype, ep
         self.windows = sorted({cfg.window_of(i) for i in range(cfg.num_hidden_layers)}, key=str)
+        if cfg.alibi is not None:
+            refused = refused or "ALiBi position biases reach attention as an additive mask"
         reason = ""
-        if ep.has(GQA_FUSION) and cfg.alibi is not None:
-            reason = "ALiBi position biases reach attention as an additive mask"
-        elif ep.has(GQA_FUSION):
-            reason = ep.gqa_unsupported_reason(
+        if ep.has(GQA_FUSION):
+            reason = refused or ep.gqa_unsupported_reason(
                 cfg.head_dim,
                 NAME_OF[dtype],
                 windowed=self.windows != [None],
