@@ -40,7 +40,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "big_bird": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "bigbird_pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "biogpt": ("dense", "dense decoder: not converted yet"),
-    "bitnet": ("dense", "dense decoder: not converted yet"),
     "blenderbot": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "blenderbot-small": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "blt": ("dense", "dense decoder: not converted yet"),

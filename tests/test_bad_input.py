@@ -213,7 +213,7 @@ def test_unregistered_model_type_without_a_near_match(tiny: Path) -> None:
     with pytest.raises(UnsupportedModelError) as err:
         convert(tiny)
     assert str(err.value) == (
-        "model_type 'bert' is not supported (run `mobius list models` for all 12)"
+        f"model_type 'bert' is not supported (run `mobius list models` for all {len(families())})"
     )
 
 

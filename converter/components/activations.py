@@ -14,4 +14,7 @@ def activation(op, name: str, x):
         return op.Gelu(x)
     if name == "relu":
         return op.Relu(x)
+    if name == "relu2":  # squared ReLU
+        relu = op.Relu(x)
+        return op.Mul(relu, relu)
     raise ConfigError(f"'hidden_act' = {name!r} is not a supported activation")

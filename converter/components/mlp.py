@@ -29,7 +29,10 @@ class GatedMLP(nn.Module):
             gate, up = op.Split(self.gate_up_proj(op, x), axis=-1, num_outputs=2, _outputs=2)
         else:
             gate, up = self.gate_up(op, x)
-        return self.down_proj(op, op.Mul(activation(op, self.act, gate), up))
+        return self._down(op, op.Mul(activation(op, self.act, gate), up))
+
+    def _down(self, op, h):
+        return self.down_proj(op, h)
 
 
 class PlainMLP(nn.Module):
