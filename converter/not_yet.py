@@ -150,7 +150,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "helium": ("dense", "dense decoder: not converted yet"),
-    "hrm_text": ("dense", "dense decoder: not converted yet"),
     "hunyuan_v1_dense": ("dense", "dense decoder: not converted yet"),
     "hunyuan_v1_moe": (
         "moe",

@@ -24,8 +24,8 @@ from huggingface_hub.errors import StrictDataclassClassValidationError
 from converter import build
 from converter.config import ArchitectureConfig, ConfigReader, config_defaults
 from converter.errors import ConfigError, MobiusError
+from converter.registry import family_for
 from converter.validate.runtime import OnnxDecoder
-from converter.weights import Checkpoint
 from tests.checkpoints import edit_config
 from tests.parity.cases import CASES, is_base
 from tests.parity.reference import make_checkpoint
@@ -114,20 +114,21 @@ def checkpoints(tmp_path_factory):
     return get
 
 
-def _transformers_loads(folder: Path) -> bool:
-    """Whether transformers can load the weights under the config it reads from `folder`."""
+def _transformers_model(folder: Path, attention: str):
+    """transformers' model of `folder` if it loads every weight under the config it reads there
+    (its own renaming of Hub layouts included: none missing, left over or misshapen) and runs
+    the prompt; else None."""
     try:
-        config = transformers.AutoConfig.from_pretrained(folder)
-        with torch.device("meta"):
-            model = transformers.AutoModelForCausalLM.from_config(config)
-    except (ValueError, StrictDataclassClassValidationError):  # transformers refuses them too
-        return False
-    expected = {name: tuple(t.shape) for name, t in model.state_dict().items()}
-    stored = {name: ref.shape for name, ref in Checkpoint(folder).tensors.items()}
-    tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
-    return all(expected.get(name) == shape for name, shape in stored.items()) and not (
-        set(expected) - set(stored) - tied
-    )
+        model, info = transformers.AutoModelForCausalLM.from_pretrained(
+            folder, output_loading_info=True, attn_implementation=attention
+        )
+        if info["missing_keys"] or info["unexpected_keys"] or info["mismatched_keys"]:
+            return None
+        with torch.no_grad():
+            model(input_ids=torch.tensor(PROMPT))
+    except (ValueError, RuntimeError, IndexError, StrictDataclassClassValidationError):
+        return None  # transformers refuses the config, or fails running it
+    return model
 
 
 @pytest.mark.parametrize(("family", "key"), STRIPPED)
@@ -141,13 +142,11 @@ def test_a_stripped_key_takes_the_transformers_default(checkpoints, family, key,
         with pytest.raises(ConfigError, match=f"'{key}' = {default} .*vocab_size {vocab}"):
             build(str(folder), progress=False)
         return
-    if not _transformers_loads(folder):
+    reference = _transformers_model(folder, family_for(family).reference_attention)
+    if reference is None:
         with pytest.raises(MobiusError):
             build(str(folder), progress=False)
         return
-    reference = transformers.AutoModelForCausalLM.from_pretrained(
-        folder, attn_implementation="eager"
-    )
     build(str(folder), progress=False).save(tmp_path / "onnx", progress=False)
     with torch.no_grad():
         expected = reference(input_ids=torch.tensor(PROMPT)).logits.numpy()

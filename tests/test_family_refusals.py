@@ -25,6 +25,9 @@ REFUSED = [
     ("falcon", {"num_ln_in_parallel_attn": 3}, "num_ln_in_parallel_attn"),
     ("bitnet", {"quantization_config": {"quant_method": "bitnet"}}, "quantization_config"),
     ("diffllama", {"num_key_value_heads": 1}, "num_key_value_heads"),
+    ("hrm_text", {"attention_bias": True}, "attention_bias"),
+    ("hrm_text", {"mlp_bias": True}, "mlp_bias"),
+    ("hrm_text", {"L_cycles": 3}, "num_hidden_layers"),  # 12 caches for 16 runs
 ]
 
 

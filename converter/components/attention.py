@@ -85,10 +85,10 @@ class Attention(nn.Module):
             q = self._norm(op, getattr(self, q_name), q)
             k = self._norm(op, getattr(self, k_name), k)
         y, present_key, present_value = kernel(op, q, k, v, past_key, past_value, self.spec)
-        return self._output(op, y), present_key, present_value
+        return self._output(op, y, x), present_key, present_value
 
-    def _output(self, op, y):
-        """The output projection of the heads' concatenated outputs."""
+    def _output(self, op, y, x):
+        """The output projection of `y`, the heads' concatenated outputs for the input `x`."""
         return getattr(self, self.out_proj_name)(op, y)
 
 

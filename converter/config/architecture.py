@@ -73,6 +73,7 @@ class ArchitectureConfig:
     alibi: Alibi | None = None
     clip_qkv: float | None = None  # q, k and v clamped to [-clip_qkv, clip_qkv]
     norm_bias: bool = True  # LayerNorms have a bias
+    norm_weight: bool = True  # norms have a learned scale
 
     @classmethod
     def from_hf(cls, config: dict[str, Any]) -> ArchitectureConfig:
@@ -98,7 +99,7 @@ class ConfigRules:
     `traits` (keyword arguments: fixed facts its config.json does not state) and overrides the
     hooks that differ. Known traits: norm_type, norm_offset, layout, fused_qkv, fused_gate_up,
     qkv_bias, o_bias, mlp_bias, qk_norm, embed_scale_sqrt, rope (False: no rotary), tied,
-    norm_bias (False: LayerNorms without bias)."""
+    norm_bias (False: LayerNorms without bias), norm_weight (False: norms without a scale)."""
 
     TRAITS = frozenset(
         {
@@ -114,6 +115,7 @@ class ConfigRules:
             "embed_scale_sqrt",
             "rope",
             "norm_bias",
+            "norm_weight",
         }
     )
 
@@ -215,6 +217,7 @@ class ConfigRules:
             pad_token_id=next(iter(r.token_ids("pad_token_id", vocab)), None),
             clip_qkv=r.optional_float("clip_qkv"),
             norm_bias=traits.get("norm_bias", True),
+            norm_weight=traits.get("norm_weight", True),
         )
 
     def head_dim(self, r: ConfigReader, hidden: int, heads: int) -> int:

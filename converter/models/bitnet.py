@@ -16,7 +16,7 @@ class BitNetAttention(Attention):
         super().__init__(cfg, dtype, spec, packed)
         self.attn_sub_norm = RMSNorm(spec.heads * spec.head_dim, cfg.norm_eps, dtype)
 
-    def _output(self, op, y):
+    def _output(self, op, y, x):
         return self.o_proj(op, self.attn_sub_norm(op, y))
 
 
