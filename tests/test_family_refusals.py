@@ -28,6 +28,8 @@ REFUSED = [
     ("hrm_text", {"attention_bias": True}, "attention_bias"),
     ("hrm_text", {"mlp_bias": True}, "mlp_bias"),
     ("hrm_text", {"L_cycles": 3}, "num_hidden_layers"),  # 12 caches for 16 runs
+    ("dory", {"n_recurrent_layers": 6}, "n_recurrent_layers"),  # 2 + 6 + 2 layers of 4
+    ("dory", {"recurrent_kv_cache_mode": "none"}, "recurrent_kv_cache_mode"),
 ]
 
 

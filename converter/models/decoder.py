@@ -250,13 +250,18 @@ def tied_head_fusions(cfg: ArchitectureConfig, plan) -> dict[str, int]:
     }
 
 
+def tied_logits(op, cfg: ArchitectureConfig, table, hidden):
+    """hidden times the embedding table, as the Gemm int4 lowering recognizes as a tied head."""
+    flat = op.Reshape(hidden, [-1, cfg.hidden_size])
+    logits = op.Gemm(flat, table, transB=1)
+    batch_seq = op.Shape(hidden, start=0, end=2)
+    return op.Reshape(logits, op.Concat(batch_seq, [cfg.vocab_size], axis=0))
+
+
 def project_logits(op, model, cfg: ArchitectureConfig, hidden):
     """lm_head (or the tied embedding table), then logit multiplier and softcap."""
     if cfg.tie_word_embeddings:
-        flat = op.Reshape(hidden, [-1, cfg.hidden_size])
-        logits = op.Gemm(flat, model.embedding_table(), transB=1)
-        batch_seq = op.Shape(hidden, start=0, end=2)
-        logits = op.Reshape(logits, op.Concat(batch_seq, [cfg.vocab_size], axis=0))
+        logits = tied_logits(op, cfg, model.embedding_table(), hidden)
     else:
         logits = model.lm_head(op, hidden)
     if cfg.logits_multiplier != 1.0:
