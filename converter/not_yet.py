@@ -101,7 +101,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "fuyu": ("vlm", "a vision-language model: issue 14"),
     "gemma3": ("vlm", "a vision-language model: issue 14"),
     "gemma3n": ("speech", "a speech or audio model: issue 13"),
-    "gemma3n_text": ("dense", "dense decoder: not converted yet"),
     "gemma4": ("speech", "a speech or audio model: issue 13"),
     "gemma4_assistant": ("dense", "dense decoder: not converted yet"),
     "gemma4_text": ("dense", "dense decoder: not converted yet"),

@@ -30,6 +30,8 @@ REFUSED = [
     ("hrm_text", {"L_cycles": 3}, "num_hidden_layers"),  # 12 caches for 16 runs
     ("dory", {"n_recurrent_layers": 6}, "n_recurrent_layers"),  # 2 + 6 + 2 layers of 4
     ("dory", {"recurrent_kv_cache_mode": "none"}, "recurrent_kv_cache_mode"),
+    ("gemma3n_text", {"num_kv_shared_layers": 4}, "num_kv_shared_layers"),  # no full one left
+    ("gemma3n_text", {"intermediate_size": [96, 64]}, "intermediate_size"),
 ]
 
 

@@ -160,6 +160,7 @@ def fuse_skip_norms(model: ir.Model) -> int:
         count += 1
     if count:
         model.opset_imports.setdefault(MS_DOMAIN, 1)
+        graph.sort()  # the sum's other readers may come before the norm the fused node replaced
     return count
 
 

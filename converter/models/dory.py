@@ -2,7 +2,10 @@
 interpolate towards each block's normalized output at learned rates, learned scales on q, the
 attention gate, the MLP and the logits) with recurrent depth: input layers, then the recurrent
 layers run `n_recurrent_loops` times (each loop restarting from the input section's output),
-then output layers. Sliding and full attention layers have their own rope."""
+then output layers. Sliding and full attention layers have their own rope. Tensor names are
+those transformers' save_pretrained writes (`backbone.layers.N.self_attn...`); a checkpoint in
+the two-block layout (`layers.{2N}.mixer`, `layers.{2N+1}.mixer`) is refused by the binding,
+naming the tensors it misses."""
 
 from __future__ import annotations
 
