@@ -42,7 +42,13 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "biogpt": ("dense", "dense decoder: not converted yet"),
     "blenderbot": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "blenderbot-small": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "blt": ("dense", "dense decoder: not converted yet"),
+    "blt": (
+        "dense",
+        "Byte Latent Transformer: an entropy model cuts the bytes into patches at run time, then "
+        "a local encoder (hashed n-gram embeddings, cross-attention from bytes to patches), a "
+        "global transformer over the patches and a local decoder cross-attending them: three "
+        "stacks over data-dependent patch boundaries, which need a task of their own",
+    ),
     "camembert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "codegen": ("dense", "dense decoder: not converted yet"),
     "cohere": ("dense", "dense decoder: not converted yet"),
@@ -313,7 +319,12 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "reformer": ("dense", "dense decoder: not converted yet"),
+    "reformer": (
+        "dense",
+        "Reformer: LSH attention hashes keys with random rotations (drawn anew on every call "
+        "unless hash_seed is set), sorts them into buckets and attends within chunks, in "
+        "reversible layers; its cache holds past hidden states and buckets, not keys and values",
+    ),
     "rembert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "roberta": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "roberta-prelayernorm": (
