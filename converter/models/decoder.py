@@ -238,6 +238,13 @@ class DecoderLM(nn.Module):
         return project_logits(op, self, self.cfg, hidden), presents
 
 
+def declared_fusions(module, plan, fusion: str) -> int:
+    """How many `fusion`s one run of `module` produces, by its parts' declarations (a family
+    whose layers run more than once declares the other runs with it)."""
+    parts = (m.expected_fusions(plan) for m in module.modules() if hasattr(m, "expected_fusions"))
+    return sum(counts.get(fusion, 0) for counts in parts)
+
+
 def tied_head_fusions(cfg: ArchitectureConfig, plan) -> dict[str, int]:
     """With `--int4-lm-head`, a head tied to the embeddings multiplies by an int4 copy of the
     table, and EPs with GatherBlockQuantized read the embedding rows from int4 too."""

@@ -31,6 +31,7 @@ from converter.models.decoder import (
     AttentionKernelChoice,
     DecoderLM,
     attention_spec,
+    declared_fusions,
     layer_caches,
     tied_logits,
 )
@@ -152,12 +153,6 @@ class DoryLayer(nn.Module):
         return self._towards(op, h, m, self.lambda_2), key, value
 
 
-def _declared(module, plan, fusion: str) -> int:
-    """How many `fusion`s one run of `module` produces, by its parts' declarations."""
-    parts = (m.expected_fusions(plan) for m in module.modules() if hasattr(m, "expected_fusions"))
-    return sum(counts.get(fusion, 0) for counts in parts)
-
-
 class DoryBody(nn.Module):
     def __init__(self, cfg: DoryConfig, dtype: ir.DataType, ep):
         super().__init__()
@@ -184,8 +179,8 @@ class DoryBody(nn.Module):
             counts[GQA] = runs if self.kernel.gqa else 0
         n_in, n_rec, _ = self.cfg.sections
         recurrent = self.layers[n_in : n_in + n_rec]
-        extra = (self.cfg.loops - 1) * sum(_declared(m, plan, "int4_matmuls") for m in recurrent)
-        counts["int4_matmuls"] = extra
+        one_loop = sum(declared_fusions(m, plan, "int4_matmuls") for m in recurrent)
+        counts["int4_matmuls"] = (self.cfg.loops - 1) * one_loop
         return counts
 
     def forward(self, op, inputs: DecoderInputs):

@@ -15,7 +15,12 @@ from onnxscript import nn
 from converter.components import Embedding, GatedMLP, Linear, make_norm
 from converter.config import FULL, ArchitectureConfig, ConfigReader, ConfigRules
 from converter.execution_providers import GQA, SKIP_NORM
-from converter.models.decoder import AttentionKernelChoice, DecoderLM, attention_spec
+from converter.models.decoder import (
+    AttentionKernelChoice,
+    DecoderLM,
+    attention_spec,
+    declared_fusions,
+)
 from converter.registry import Family
 from converter.tasks.text_generation import DecoderInputs
 
@@ -58,7 +63,7 @@ class HrmLayer(nn.Module):
 
 
 class HrmStack(nn.Module):
-    def __init__(self, cfg: ArchitectureConfig, per_stack: int, dtype: ir.DataType, ep):
+    def __init__(self, cfg: ArchitectureConfig, per_stack: int, dtype: ir.DataType):
         super().__init__()
         self.layers = nn.ModuleList([HrmLayer(cfg, i, dtype) for i in range(per_stack)])
         self.final_norm = make_norm(cfg, cfg.hidden_size, dtype)
@@ -70,12 +75,6 @@ class HrmStack(nn.Module):
         return self.final_norm(op, x)
 
 
-def _declared(module, plan, fusion: str) -> int:
-    """How many `fusion`s one run of `module` produces, by its parts' declarations."""
-    parts = (m.expected_fusions(plan) for m in module.modules() if hasattr(m, "expected_fusions"))
-    return sum(counts.get(fusion, 0) for counts in parts)
-
-
 class HrmBody(nn.Module):
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep):
         super().__init__()
@@ -84,8 +83,8 @@ class HrmBody(nn.Module):
         scale = cfg.embedding_multiplier
         self.embed_tokens = Embedding(cfg.vocab_size, cfg.hidden_size, dtype, scale)
         self.z_L_init = nn.Parameter([cfg.hidden_size], dtype)
-        self.L_module = HrmStack(cfg, cfg.per_stack, dtype, ep)
-        self.H_module = HrmStack(cfg, cfg.per_stack, dtype, ep)
+        self.L_module = HrmStack(cfg, cfg.per_stack, dtype)
+        self.H_module = HrmStack(cfg, cfg.per_stack, dtype)
 
     @property
     def embedding(self) -> Embedding:
@@ -103,7 +102,7 @@ class HrmBody(nn.Module):
         # each stack's modules declare one run; the others add theirs
         extra_runs = {self.L_module: high * low - 1, self.H_module: high - 1}
         counts["int4_matmuls"] = sum(
-            n * _declared(m, plan, "int4_matmuls") for m, n in extra_runs.items()
+            n * declared_fusions(m, plan, "int4_matmuls") for m, n in extra_runs.items()
         )
         return counts
 
