@@ -78,12 +78,12 @@ class Attention(nn.Module):
 
     def forward(self, op, x, kernel, past_key, past_value):
         q, k, v = self._project(op, x)
-        if self.clip is not None:
-            q, k, v = (op.Clip(t, -self.clip, self.clip) for t in (q, k, v))
         if self.qk_norm is not None:
             q_name, k_name = self.qk_norm_names
             q = self._norm(op, getattr(self, q_name), q)
             k = self._norm(op, getattr(self, k_name), k)
+        if self.clip is not None:  # after the q/k norms, as OLMoE clamps
+            q, k, v = (op.Clip(t, -self.clip, self.clip) for t in (q, k, v))
         y, present_key, present_value = kernel(op, q, k, v, past_key, past_value, self.spec)
         return self._output(op, y, x), present_key, present_value
 

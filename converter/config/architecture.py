@@ -71,7 +71,7 @@ class ArchitectureConfig:
     pad_token_id: int | None
     # ALiBi biases instead of (or besides) rotary positions; a family's rules set it
     alibi: Alibi | None = None
-    clip_qkv: float | None = None  # q, k and v clamped to [-clip_qkv, clip_qkv]
+    clip_qkv: float | None = None  # q, k, v (after any q/k norm) clamped to [-clip, clip]
     norm_bias: bool = True  # LayerNorms have a bias
     norm_weight: bool = True  # norms have a learned scale
 
