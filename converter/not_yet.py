@@ -36,11 +36,16 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "bert-generation": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "big_bird": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "bigbird_pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "bitnet": ("dense", "dense decoder: not converted yet"),
     "blenderbot": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "blenderbot-small": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "bloom": ("dense", "dense decoder: not converted yet"),
-    "blt": ("dense", "dense decoder: not converted yet"),
+    "blt": (
+        "dense",
+        "Byte Latent Transformer: an entropy model cuts the bytes into patches at run time, "
+        "then a local encoder (hashed n-gram embeddings, cross-attention from bytes to "
+        "patches), a global transformer over the patches and a local decoder cross-attending "
+        "them: three stacks over data-dependent patch boundaries, which need a task of their "
+        "own",
+    ),
     "camembert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "cohere2_moe": (
         "moe",
@@ -61,9 +66,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "diffllama": ("dense", "dense decoder: not converted yet"),
     "doge": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
-    "dory": ("dense", "dense decoder: not converted yet"),
     "dots1": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "dots3_note": ("speech", "a speech or audio model: issue 13"),
     "dots3_note_text": (
@@ -81,7 +84,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "falcon": ("dense", "dense decoder: not converted yet"),
     "falcon_h1": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
@@ -98,7 +100,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "fuyu": ("vlm", "a vision-language model: issue 14"),
     "gemma3": ("vlm", "a vision-language model: issue 14"),
     "gemma3n": ("speech", "a speech or audio model: issue 13"),
-    "gemma3n_text": ("dense", "dense decoder: not converted yet"),
     "gemma4": ("speech", "a speech or audio model: issue 13"),
     "gemma4_assistant": (
         "dense",
@@ -146,7 +147,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "hrm_text": ("dense", "dense decoder: not converted yet"),
     "hunyuan_v1_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -246,7 +246,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "mllama": ("vlm", "a vision-language model: issue 14"),
     "moshi": ("speech", "a speech or audio model: issue 13"),
     "moss_transcribe_diarize": ("speech", "a speech or audio model: issue 13"),
-    "mpt": ("dense", "dense decoder: not converted yet"),
     "musicgen": ("speech", "a speech or audio model: issue 13"),
     "musicgen_melody": ("speech", "a speech or audio model: issue 13"),
     "mvp": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
@@ -298,7 +297,13 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "reformer": ("dense", "dense decoder: not converted yet"),
+    "reformer": (
+        "dense",
+        "Reformer: LSH attention hashes keys with random rotations (drawn anew on every call "
+        "unless hash_seed is set), sorts them into buckets and attends within chunks, in "
+        "reversible layers; its cache holds past hidden states and buckets, not keys and "
+        "values",
+    ),
     "rembert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "roberta": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "roberta-prelayernorm": (

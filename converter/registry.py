@@ -55,6 +55,7 @@ class Family:
     genai: str | None = None  # onnxruntime-genai's model.type when it differs from model_type
     unused: tuple[str, ...] = ()  # checkpoint tensors this family never reads (regexes)
     prefix: str = ""  # base-model prefix some checkpoints omit
+    reference_attention: str = "eager"  # transformers' attention implementation to compare with
 
     @property
     def genai_type(self) -> str:

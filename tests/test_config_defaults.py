@@ -24,6 +24,7 @@ from huggingface_hub.errors import StrictDataclassClassValidationError
 from converter import build
 from converter.config import ArchitectureConfig, ConfigReader, config_defaults
 from converter.errors import ConfigError, MobiusError
+from converter.registry import family_for
 from converter.validate.runtime import OnnxDecoder
 from tests.checkpoints import edit_config
 from tests.parity.cases import CASES, is_base
@@ -113,21 +114,21 @@ def checkpoints(tmp_path_factory):
     return get
 
 
-def _transformers_model(folder: Path):
-    """transformers' model of the checkpoint in `folder` under the config it reads there (its
-    own renamings of Hub tensor names applied), or None when it cannot load the weights as
-    they are: a refused config, a tensor missing, left over or of another shape."""
+def _transformers_model(folder: Path, attention: str):
+    """transformers' model of `folder` if it loads every weight under the config it reads there
+    (its own renaming of Hub layouts included: none missing, left over or misshapen) and runs
+    the prompt; else None."""
     try:
         model, info = transformers.AutoModelForCausalLM.from_pretrained(
-            folder, attn_implementation="eager", output_loading_info=True
+            folder, output_loading_info=True, attn_implementation=attention
         )
-    except (ValueError, StrictDataclassClassValidationError):  # transformers refuses them too
-        return None
-    except (TypeError, KeyError):  # or fails on a None it left unfilled (Ministral's head_dim)
-        return None
-    except RuntimeError:  # or on a tensor of another shape
-        return None
-    if info["missing_keys"] or info["unexpected_keys"] or info["mismatched_keys"]:
+        if info["missing_keys"] or info["unexpected_keys"] or info["mismatched_keys"]:
+            return None
+        with torch.no_grad():
+            model(input_ids=torch.tensor(PROMPT))
+    except (ValueError, RuntimeError, IndexError, StrictDataclassClassValidationError):
+        return None  # transformers refuses the config, or fails running it
+    except (TypeError, KeyError):  # or on a None it left unfilled (Ministral's head_dim)
         return None
     return model
 
@@ -143,7 +144,7 @@ def test_a_stripped_key_takes_the_transformers_default(checkpoints, family, key,
         with pytest.raises(ConfigError, match=f"'{key}' = {default} .*vocab_size {vocab}"):
             build(str(folder), progress=False)
         return
-    reference = _transformers_model(folder)
+    reference = _transformers_model(folder, family_for(family).reference_attention)
     if reference is None:
         with pytest.raises(MobiusError):
             build(str(folder), progress=False)

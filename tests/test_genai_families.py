@@ -1,6 +1,8 @@
 """onnxruntime-genai runs converted families unchanged: greedy generation from random tiny
-checkpoints equals transformers' `generate`, for a family genai names, for one it runs as its
-generic "decoder" type, and for an ALiBi family (positions from the mask, no rotary)."""
+checkpoints equals transformers' `generate`, for families genai names and for those it runs as
+its generic "decoder" type, including the ones whose attention or cache departs from Llama's
+(ALiBi biases, differential attention, layers run more than once, layers reusing another
+layer's keys and values)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,12 @@ CASES = {  # case -> the genai model type its package declares
     "exaone4": "decoder",  # sliding and rope-free full layers
     "gpt2": "decoder",  # learned positions
     "opt": "decoder",  # learned positions with an offset
+    "bloom": "decoder",  # ALiBi: positions from the mask, no rotary
+    "falcon:alibi": "decoder",
+    "diffllama": "decoder",  # differential attention
+    "hrm_text": "decoder",  # layers run more than once, one cache each
+    "dory:last_loop": "decoder",
+    "gemma3n_text": "decoder",  # layers reusing another layer's keys and values
 }
 
 
@@ -46,10 +54,13 @@ def test_genai_greedy_equals_transformers(case, ep, tmp_path):
     assert genai["type"] == CASES[case]
     generated = _genai_greedy(tmp_path / "onnx")
     assert len(generated) == NEW_TOKENS
-    expected = model.generate(
-        torch.tensor([PROMPT]),
-        max_new_tokens=NEW_TOKENS,
-        min_new_tokens=NEW_TOKENS,
-        do_sample=False,
-    )
+    ids = torch.tensor([PROMPT])
+    with torch.no_grad():
+        expected = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=NEW_TOKENS,
+            min_new_tokens=NEW_TOKENS,
+            do_sample=False,
+        )
     assert generated == expected[0, len(PROMPT) :].tolist()

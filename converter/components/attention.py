@@ -14,9 +14,10 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components.linear import Linear, PackedLinear
-from converter.components.masks import attention_masks
+from converter.components.masks import alibi_bias, attention_masks
 from converter.components.norms import make_norm
 from converter.components.rotary import rotary_cos_sin
+from converter.config.alibi import Alibi
 from converter.config.rope import Rope
 from converter.errors import ConfigError
 
@@ -32,6 +33,7 @@ class AttentionSpec:
     softcap: float
     window: int | None  # sliding window, None for full attention
     rope: Rope | None
+    alibi: Alibi | None = None  # linear position biases (standard kernel only)
 
 
 class Attention(nn.Module):
@@ -84,16 +86,20 @@ class Attention(nn.Module):
 
     def forward(self, op, x, kernel, past_key, past_value):
         q, k, v = self._project(op, x)
-        if self.clip is not None:
-            q, k, v = (op.Clip(t, -self.clip, self.clip) for t in (q, k, v))
         if self.qk_norm is not None:
             q_name, k_name = self.qk_norm_names
             q = self._norm(op, getattr(self, q_name), q)
             k = self._norm(op, getattr(self, k_name), k)
+        if self.clip is not None:  # after the q/k norms, as OLMoE clamps
+            q, k, v = (op.Clip(t, -self.clip, self.clip) for t in (q, k, v))
         y, present_key, present_value = kernel(
             op, q, k, v, past_key, past_value, self.spec, sinks=self.sinks
         )
-        return getattr(self, self.out_proj_name)(op, y), present_key, present_value
+        return self._output(op, y, x), present_key, present_value
+
+    def _output(self, op, y, x):
+        """The output projection of `y`, the heads' concatenated outputs for the input `x`."""
+        return getattr(self, self.out_proj_name)(op, y)
 
 
 class Rotary:
@@ -118,12 +124,25 @@ class Rotary:
 
 
 class StandardAttention:
-    """opset-23 RotaryEmbedding + Attention over one additive mask per window size."""
+    """opset-23 RotaryEmbedding + Attention over one additive mask per window size (plus the
+    ALiBi bias, per head, when the layer has one)."""
 
     def __init__(self, op, dtype, tokens, attention_mask, position_ids, windows):
         self.position_ids = position_ids
         self.masks = attention_masks(op, attention_mask, tokens, windows, dtype)
         self.rotate = Rotary(dtype, position_ids)
+        self.dtype, self.attention_mask = dtype, attention_mask
+        self.biased: dict[tuple, object] = {}
+
+    def mask(self, op, spec: AttentionSpec):
+        """The additive mask of `spec`'s layer: [batch, 1 or heads, sequence, total]."""
+        if spec.alibi is None:
+            return self.masks[spec.window]
+        key = (spec.window, spec.alibi)
+        if key not in self.biased:
+            bias = alibi_bias(op, self.attention_mask, spec.alibi, self.dtype)
+            self.biased[key] = op.Add(self.masks[spec.window], bias)
+        return self.biased[key]
 
     def __call__(self, op, q, k, v, past_key, past_value, spec: AttentionSpec, sinks=None):
         if spec.rope is not None:
@@ -135,7 +154,7 @@ class StandardAttention:
             q,
             k,
             v,
-            self.masks[spec.window],
+            self.mask(op, spec),
             past_key,
             past_value,
             q_num_heads=spec.heads,

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from converter.config.alibi import Alibi
+
 _MASKED = {
     ir.DataType.FLOAT: float(np.finfo(np.float32).min),
     ir.DataType.FLOAT16: float(np.finfo(np.float16).min),
@@ -34,3 +36,24 @@ def attention_masks(op, attention_mask, tokens, windows, dtype: ir.DataType) -> 
         allowed = causal if window is None else op.And(causal, op.Less(distance, window))
         masks[window] = op.Where(op.And(allowed, padding), zero, masked)
     return masks
+
+
+def alibi_bias(op, attention_mask, alibi: Alibi, dtype: ir.DataType):
+    """ALiBi bias [batch, heads, 1, total_sequence] from each key's position, counted from the
+    row's first real token (left padding included), as transformers counts it."""
+    f32 = ir.DataType.FLOAT
+    positions = op.Mul(op.Sub(op.CumSum(attention_mask, 1), 1), attention_mask)
+    positions = op.Unsqueeze(op.Cast(positions, to=f32), [1, 2])  # [B, 1, 1, T]
+    slopes = op.Constant(value=ir.tensor(np.asarray(alibi.slopes, np.float32).reshape(-1, 1, 1)))
+    if alibi.bfloat16:
+        slopes = _round_to_bfloat16(op, slopes)
+    bias = op.Mul(slopes, positions)
+    if alibi.bfloat16:
+        bias = _round_to_bfloat16(op, bias)
+    if alibi.scale != 1.0:
+        bias = op.Mul(bias, alibi.scale)
+    return bias if dtype == f32 else op.Cast(bias, to=dtype)
+
+
+def _round_to_bfloat16(op, x):
+    return op.Cast(op.Cast(x, to=ir.DataType.BFLOAT16), to=ir.DataType.FLOAT)

@@ -45,8 +45,10 @@ class GatedMLP(_Activated):
             gate, up = op.Split(self.gate_up_proj(op, x), axis=-1, num_outputs=2, _outputs=2)
         else:
             gate, up = self.gate_up(op, x)
-        down = getattr(self, self.down_name)
-        return down(op, op.Mul(self._activate(op, gate), up))
+        return self._down(op, op.Mul(self._activate(op, gate), up))
+
+    def _down(self, op, h):
+        return getattr(self, self.down_name)(op, h)
 
 
 class PlainMLP(_Activated):

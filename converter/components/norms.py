@@ -15,7 +15,7 @@ def _constant(op, value: float, size: int, dtype: ir.DataType):
 
 class RMSNorm(nn.Module):
     """`offset` = 1.0 for checkpoints that store the scale as w - 1 (Gemma); without `affine`
-    there is no weight (a scale of ones)."""
+    there is no weight: every channel is scaled by `scale` (1 unless the family says)."""
 
     def __init__(
         self,
@@ -24,21 +24,22 @@ class RMSNorm(nn.Module):
         dtype: ir.DataType,
         offset: float = 0.0,
         affine: bool = True,
+        scale: float = 1.0,
     ):
         super().__init__()
         self.weight = nn.Parameter([size], dtype) if affine else None
-        self.eps, self.offset, self.size, self.dtype = eps, offset, size, dtype
+        self.eps, self.offset, self.size, self.dtype, self.scale = eps, offset, size, dtype, scale
 
     def forward(self, op, x):
         if self.weight is None:
-            scale = _constant(op, 1.0, self.size, self.dtype)
+            scale = _constant(op, self.scale, self.size, self.dtype)
         else:
             scale = self.weight if self.offset == 0.0 else op.Add(self.weight, self.offset)
         return op.RMSNormalization(x, scale, axis=-1, epsilon=self.eps, stash_type=1)
 
 
 class LayerNorm(nn.Module):
-    """`bias` False: a scale only (Cohere); `offset` = 1.0 for scales stored as w - 1
+    """`bias` False: a scale only (Cohere, MPT); `offset` = 1.0 for scales stored as w - 1
     (Nemotron); without `affine` neither weight nor bias (OLMo)."""
 
     def __init__(
@@ -84,9 +85,9 @@ class HeadwiseLayerNorm(nn.Module):
 
 
 def make_norm(cfg, size: int, dtype: ir.DataType) -> RMSNorm | LayerNorm:
-    """The norm a family uses, sized `size` ("layer_no_bias": LayerNorm with a scale only)."""
-    if cfg.norm_type in ("layer", "layer_no_bias"):
-        bias = cfg.norm_type == "layer"
+    """The norm a family uses, sized `size`."""
+    if cfg.norm_type == "layer":
+        bias = cfg.norm_bias
         return LayerNorm(
             size, cfg.norm_eps, dtype, bias=bias, offset=cfg.norm_offset, affine=cfg.norm_affine
         )

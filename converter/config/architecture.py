@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from converter.config.alibi import Alibi
 from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, ConfigReader
 from converter.config.rope import FULL, SLIDING, Rope, parse_rope
 from converter.errors import ConfigError
@@ -74,13 +75,16 @@ class ArchitectureConfig:
     # rows of an LM head pruned to the first ids of the vocabulary (None: vocab_size rows)
     output_vocab_size: int | None = None
     # twists a few families have (defaults: none)
-    norm_affine: bool = True  # False: norms without weight or bias (OLMo, NanoChat)
-    clip_qkv: float | None = None  # q, k and v clamped to [-clip, clip] (OLMo)
+    norm_affine: bool = True  # False: norms without weight or bias (OLMo, NanoChat, HRM)
+    norm_bias: bool = True  # False: LayerNorms with a scale but no bias (Cohere, MPT)
+    clip_qkv: float | None = None  # q, k, v (after any q/k norm) clamped to [-clip, clip]
     layer_ropes: tuple[Rope | None, ...] | None = None  # per-layer ropes, None: no rotary
     attention_sinks: bool = False  # a learned logit per head joins each softmax (`sinks`)
     # per-layer attention shapes where layers differ (Gemma 4's full-attention layers)
     layer_head_dims: tuple[int, ...] | None = None
     layer_kv_heads: tuple[int, ...] | None = None
+    # ALiBi biases instead of (or besides) rotary positions; a family's rules set it
+    alibi: Alibi | None = None
 
     @classmethod
     def from_hf(cls, config: dict[str, Any]) -> ArchitectureConfig:
@@ -122,7 +126,8 @@ class ConfigRules:
     """How one family reads config.json. The base reads the Llama layout; a family gives
     `traits` (keyword arguments: fixed facts its config.json does not state) and overrides the
     hooks that differ. Known traits: norm_type, norm_offset, layout, fused_qkv, fused_gate_up,
-    qkv_bias, o_bias, mlp_bias, qk_norm, embed_scale_sqrt, rope (False: no rotary), norm_affine.
+    qkv_bias, o_bias, mlp_bias, qk_norm, embed_scale_sqrt, rope (False: no rotary), norm_affine
+    (False: norms without weight or bias), norm_bias (False: LayerNorms without bias).
     `aliases` maps other spellings of keys to the names read here, as a transformers
     configuration's `attribute_map` does (a spelling found in config.json wins)."""
 
@@ -140,6 +145,7 @@ class ConfigRules:
             "embed_scale_sqrt",
             "rope",
             "norm_affine",
+            "norm_bias",
         }
     )
 
@@ -180,13 +186,16 @@ class ConfigRules:
         return frozenset()
 
     def clip_qkv(self, r: ConfigReader) -> float | None:
-        return None
+        return r.optional_float("clip_qkv")
 
     def layer_ropes(
         self, r: ConfigReader, head_dim: int, layer_types: tuple[str, ...]
     ) -> tuple[Rope | None, ...] | None:
         """Each layer's rope when they differ by more than the sliding layers' local rope."""
         return None
+
+    def max_positions(self, r: ConfigReader) -> int:
+        return r.int("max_position_embeddings", "n_positions", "max_seq_len", hi=MAX_POSITIONS)
 
     # -- the generic reading -----------------------------------------------------------------
     def read(self, r: ConfigReader) -> ArchitectureConfig:
@@ -195,17 +204,17 @@ class ConfigRules:
             if r.has(alias):
                 r.raw[key] = r.raw[alias]
         hidden = r.int("hidden_size", "n_embd", "d_model")
-        heads = r.int("num_attention_heads", "n_head")
+        heads = r.int("num_attention_heads", "n_head", "n_heads")
         kv_heads = r.int("num_key_value_heads", "num_kv_heads", default=heads)
         if heads % kv_heads:
             raise ConfigError(
                 f"'num_key_value_heads' = {kv_heads} must divide 'num_attention_heads' = {heads}"
             )
         head_dim = self.head_dim(r, hidden, heads)
-        layers = r.int("num_hidden_layers", "n_layer", hi=MAX_LAYERS)
+        layers = r.int("num_hidden_layers", "n_layer", "n_layers", hi=MAX_LAYERS)
         vocab = r.int("vocab_size", hi=MAX_VOCAB)
         inner = r.int("intermediate_size", "n_inner", default=4 * hidden, hi=MAX_DIM * 4)
-        max_pos = r.int("max_position_embeddings", "n_positions", hi=MAX_POSITIONS)
+        max_pos = self.max_positions(r)
         # layer_types first: the rope parser reads it to spot per-layer-type rope settings.
         sliding_window, layer_types = self.attention_windows(r, layers)
         norm_type = traits.get("norm_type", "rms")
@@ -258,6 +267,7 @@ class ConfigRules:
             pad_token_id=next(iter(r.token_ids("pad_token_id", vocab)), None),
             nope_layers=self.nope_layers(r, sliding_window, layer_types),
             norm_affine=traits.get("norm_affine", True),
+            norm_bias=traits.get("norm_bias", True),
             clip_qkv=self.clip_qkv(r),
             layer_ropes=self.layer_ropes(r, head_dim, layer_types),
         )

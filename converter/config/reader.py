@@ -149,6 +149,13 @@ class ConfigReader:
             if self.has(key):
                 self.raw[generic] = self.raw[key]
 
+    def section(self, key: str) -> ConfigReader:
+        """The object nested at `key` (empty when unset), read on its own keys only."""
+        value = self.raw.get(key) or {}
+        if not isinstance(value, dict):
+            raise ConfigError(f"'{key}' must be a JSON object")
+        return ConfigReader(value, f"{self.model_type}.{key}")
+
     def refuse(self, key: str, why: str) -> None:
         """A setting the converter does not implement: an error naming it, never ignored."""
         raise ConfigError(f"'{key}' = {self.raw.get(key)!r} is not supported: {why}")

@@ -74,7 +74,11 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
         report.fusions["skip_norms"] = fuse_skip_norms(model)
     if int4 is not None:
         quantizers: dict = {}  # a tied table is quantized once, for the head and the rows
-        heads = {m.weight.name for m in module.modules() if getattr(m, "head", False)}
+        heads = {
+            m.weight.name
+            for m in module.modules()
+            if getattr(m, "head", False) and m.weight is not None
+        }
         report.fusions["int4_matmuls"] = quantize_matmuls(
             model, ep, int4, float_type, quantizers, heads
         )

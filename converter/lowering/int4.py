@@ -44,6 +44,7 @@ def quantize_matmuls(
     with `int4.lm_head`. Returns how many were quantized.
     """
     graph, count = model.graph, 0
+    dequantizers: dict[str, _LazyQ4] = {}
     for node in list(graph):
         found = _weight_of(node) if node.op_type == "MatMul" and node.domain == "" else None
         if found is None and int4.lm_head:
@@ -60,7 +61,10 @@ def quantize_matmuls(
             _to_matmul_nbits(graph, node, weight.name, quantized, ep, act)
             model.opset_imports.setdefault(MS_DOMAIN, 1)
         else:
-            quantized = _LazyQ4(weight.const_value, layout_nk, int4, to_dequantize_linear)
+            quantized = dequantizers.get(weight.name) or _LazyQ4(
+                weight.const_value, layout_nk, int4, to_dequantize_linear
+            )
+            dequantizers[weight.name] = quantized
             _to_dequantize_linear(graph, node, weight.name, quantized, act)
             if node.op_type == "Gemm":  # DequantizeLinear gives [K, N]: no transpose left
                 node.attributes["transB"] = ir.AttrInt64("transB", 0)
@@ -154,17 +158,28 @@ def _tied_head_of(node: ir.Node):
 
 
 def _weight_of(matmul: ir.Node):
-    """(weight initializer, its Transpose node or None, True if stored [N, K]) or None."""
+    """(weight initializer, its Transpose node or None, True if stored [N, K]) or None. A weight
+    several MatMuls read (a layer run more than once) is quantized once for all of them."""
     b = matmul.inputs[1]
     producer = b.producer()
     if producer is not None and producer.op_type == "Transpose" and only_use(b):
         weight = producer.inputs[0]
-        if is_initializer(weight) and only_use(weight) and weight.shape.rank() == 2:
+        if is_initializer(weight) and weight.shape.rank() == 2 and _only_multiplied(weight):
             return weight, producer, True
         return None
-    if is_initializer(b) and only_use(b) and b.shape.rank() == 2:
+    if is_initializer(b) and b.shape.rank() == 2 and _only_multiplied(b):
         return b, None, False
     return None
+
+
+def _only_multiplied(weight: ir.Value) -> bool:
+    """Every use of `weight` is as a MatMul's right side, directly or through a Transpose."""
+    for node, index in weight.uses():
+        if node.op_type == "Transpose" and only_use(node.outputs[0]):
+            node, index = next(iter(node.outputs[0].uses()))
+        if node.op_type != "MatMul" or index != 1:
+            return False
+    return True
 
 
 class _LazyQ4:
@@ -179,6 +194,7 @@ class _LazyQ4:
         self._parts = 0  # registered parts; the result is dropped once each was served
         self._served = 0
         self._lock = threading.Lock()
+        self.initializers: dict[str, list[ir.Value]] = {}  # per kernel, shared by its nodes
         dims = source.shape.dims
         self.n, self.k = dims if layout_nk else dims[::-1]
         self.blocks = -(-self.k // int4.block_size)
@@ -218,10 +234,29 @@ def _lazy_initializer(graph: ir.Graph, name: str, compute, dtype, dims) -> ir.Va
 
 
 def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act) -> None:
+    if "nbits" not in q.initializers:
+        q.initializers["nbits"] = _nbits_initializers(graph, name, q, act)
+    inputs = [matmul.inputs[0], *q.initializers["nbits"]]
+    node = ir.node(
+        "MatMulNBits",
+        inputs,
+        attributes={
+            "K": q.k,
+            "N": q.n,
+            "bits": 4,
+            "block_size": q.int4.block_size,
+            "accuracy_level": ep.int4_accuracy_level,
+        },
+        domain=MS_DOMAIN,
+        name=f"{matmul.name}/q4",
+    )
+    _swap(graph, matmul, node)
+
+
+def _nbits_initializers(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
     act_np = act.numpy()
     bs = q.int4.block_size
-    inputs = [
-        matmul.inputs[0],
+    values = [
         _lazy_initializer(
             graph,
             f"{name}.q4",
@@ -238,7 +273,7 @@ def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act
         ),
     ]
     if not q.int4.symmetric:
-        inputs.append(
+        values.append(
             _lazy_initializer(
                 graph,
                 f"{name}.zero_points",
@@ -247,23 +282,23 @@ def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act
                 [q.n, -(-q.blocks // 2)],
             )
         )
-    node = ir.node(
-        "MatMulNBits",
-        inputs,
-        attributes={
-            "K": q.k,
-            "N": q.n,
-            "bits": 4,
-            "block_size": bs,
-            "accuracy_level": ep.int4_accuracy_level,
-        },
-        domain=MS_DOMAIN,
-        name=f"{matmul.name}/q4",
-    )
-    _swap(graph, matmul, node)
+    return values
 
 
 def _to_dequantize_linear(graph, matmul, name, q: _LazyQ4, act) -> None:
+    if "dq" not in q.initializers:
+        q.initializers["dq"] = _dq_initializers(graph, name, q, act)
+    dq = ir.node(
+        "DequantizeLinear",
+        q.initializers["dq"],
+        attributes={"axis": DEQUANTIZE_LINEAR_AXIS, "block_size": q.int4.block_size},
+        name=f"{matmul.name}/dq",
+    )
+    graph.insert_before(matmul, dq)
+    matmul.replace_input_with(1, dq.outputs[0])
+
+
+def _dq_initializers(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
     act_np = act.numpy()
     values_type = ir.DataType.INT4 if q.int4.symmetric else ir.DataType.UINT4
 
@@ -273,7 +308,7 @@ def _to_dequantize_linear(graph, matmul, name, q: _LazyQ4, act) -> None:
     def pick_scales(r):
         return ir.Tensor(r[1].astype(act_np), dtype=act)
 
-    dq_inputs = [
+    values = [
         _lazy_initializer(graph, f"{name}.q4", q.part(pick_values), values_type, [q.k, q.n]),
         _lazy_initializer(graph, f"{name}.scales", q.part(pick_scales), act, [q.blocks, q.n]),
     ]
@@ -282,7 +317,7 @@ def _to_dequantize_linear(graph, matmul, name, q: _LazyQ4, act) -> None:
         def pick_zero_points(r):
             return ir.Tensor(r[2], dtype=ir.DataType.UINT4)
 
-        dq_inputs.append(
+        values.append(
             _lazy_initializer(
                 graph,
                 f"{name}.zero_points",
@@ -291,14 +326,7 @@ def _to_dequantize_linear(graph, matmul, name, q: _LazyQ4, act) -> None:
                 [q.blocks, q.n],
             )
         )
-    dq = ir.node(
-        "DequantizeLinear",
-        dq_inputs,
-        attributes={"axis": DEQUANTIZE_LINEAR_AXIS, "block_size": q.int4.block_size},
-        name=f"{matmul.name}/dq",
-    )
-    graph.insert_before(matmul, dq)
-    matmul.replace_input_with(1, dq.outputs[0])
+    return values
 
 
 def _swap(graph: ir.Graph, old: ir.Node, new: ir.Node) -> None:

@@ -25,13 +25,17 @@ def only_use(value: ir.Value) -> bool:
 
 
 def fold_packed_weights(model: ir.Model) -> int:
-    """Concat of initializers (packed q/k/v, gate/up) -> one lazy initializer. Returns count."""
+    """Concat of initializers (packed q/k/v, gate/up) -> one lazy initializer. Identical
+    Concats (a layer run more than once) share it. Returns how many were folded."""
     graph, count = model.graph, 0
     for node in list(graph):
-        if node.op_type != "Concat" or node.domain != "":
+        if node.op_type != "Concat" or node.domain != "" or node.graph is None:
             continue
         parts = list(node.inputs)
-        if not all(is_initializer(p) and only_use(p) for p in parts):
+        if not all(is_initializer(p) for p in parts):
+            continue
+        concats = {use.node for p in parts for use in p.uses()}
+        if not all(_concat_key(c) == _concat_key(node) for c in concats):
             continue
         axis = node.attributes.get_int("axis", 0)
         tensors = [p.const_value for p in parts]
@@ -42,11 +46,20 @@ def fold_packed_weights(model: ir.Model) -> int:
         dims = list(parts[0].shape.dims)
         dims[axis] = sum(p.shape.dims[axis] for p in parts)
         name = _packed_name([p.name for p in parts])
-        _replace_with_initializer(graph, node, name, concat, tensors[0].dtype, dims)
+        value = _replace_with_initializer(graph, node, name, concat, tensors[0].dtype, dims)
+        for other in concats - {node}:
+            other.outputs[0].replace_all_uses_with(value)
+            graph.remove(other, safe=True)
         for part in parts:
             graph.initializers.pop(part.name, None)
         count += 1
     return count
+
+
+def _concat_key(node: ir.Node) -> tuple | None:
+    if node.op_type != "Concat" or node.domain != "":
+        return None
+    return tuple(v.name for v in node.inputs), node.attributes.get_int("axis", 0)
 
 
 def _packed_name(names: list[str]) -> str:
@@ -71,15 +84,17 @@ def _replace_with_initializer(graph, node, name, source, dtype, dims) -> ir.Valu
 
 
 def pretranspose(model: ir.Model) -> int:
-    """Transpose([out, in] initializer) -> a lazily transposed [in, out] initializer."""
+    """Transpose([out, in] initializer) -> a lazily transposed [in, out] initializer; a weight
+    transposed by several nodes (a layer run more than once) gets one copy for all of them."""
     graph, count = model.graph, 0
     for node in list(graph):
-        if node.op_type != "Transpose" or node.domain != "":
+        if node.op_type != "Transpose" or node.domain != "" or node.graph is None:
             continue
         weight = node.inputs[0]
-        if not (is_initializer(weight) and only_use(weight)):
+        if not is_initializer(weight) or weight.shape.rank() != 2:
             continue
-        if list(node.attributes.get_ints("perm", [])) != [1, 0]:
+        transposes = [use.node for use in weight.uses()]
+        if not all(_swaps_rows_and_columns(t) for t in transposes):
             continue
         tensor = weight.const_value
 
@@ -88,11 +103,22 @@ def pretranspose(model: ir.Model) -> int:
 
         out_dim, in_dim = weight.shape.dims
         graph.initializers.pop(weight.name)
-        _replace_with_initializer(
-            graph, node, weight.name, transposed, tensor.dtype, [in_dim, out_dim]
+        value = _replace_with_initializer(
+            graph, transposes[0], weight.name, transposed, tensor.dtype, [in_dim, out_dim]
         )
+        for other in transposes[1:]:
+            other.outputs[0].replace_all_uses_with(value)
+            graph.remove(other, safe=True)
         count += 1
     return count
+
+
+def _swaps_rows_and_columns(node: ir.Node) -> bool:
+    return (
+        node.op_type == "Transpose"
+        and node.domain == ""
+        and list(node.attributes.get_ints("perm", [])) == [1, 0]
+    )
 
 
 _SKIP_OF = {
@@ -134,6 +160,7 @@ def fuse_skip_norms(model: ir.Model) -> int:
         count += 1
     if count:
         model.opset_imports.setdefault(MS_DOMAIN, 1)
+        graph.sort()  # the sum's other readers may come before the norm the fused node replaced
     return count
 
 

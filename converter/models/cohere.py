@@ -123,7 +123,7 @@ class CohereCompassRules(Cohere2Rules):
         return r.float("logit_scale", default=1.0, positive=False)
 
 
-_COHERE = {"norm_type": "layer_no_bias", "layout": "parallel"}
+_COHERE = {"norm_type": "layer", "norm_bias": False, "layout": "parallel"}
 FAMILIES = [
     Family(
         "cohere",

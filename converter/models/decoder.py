@@ -95,31 +95,43 @@ class DecoderLayer(nn.Module):
 
 
 class DecoderBody(nn.Module):
+    """Embeddings, layers and the final norm, under the attribute names a family's checkpoint
+    uses (`embedding_name`, `layers_name`, `final_norm_name`)."""
+
     layer_cls = DecoderLayer
+    embedding_name = "embed_tokens"
+    layers_name = "layers"
     final_norm_name = "norm"
+    gqa_refused: str | None = None  # why this family's attention cannot be GroupQueryAttention
 
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
-        self.kernel = AttentionKernelChoice(cfg, ep, dtype)
-        self.embed_tokens = Embedding(
-            cfg.vocab_size, cfg.hidden_size, dtype, scale=cfg.embedding_multiplier
-        )
-        self.layers = nn.ModuleList(
-            [self.layer_cls(cfg, i, dtype, ep) for i in range(cfg.num_hidden_layers)]
-        )
+        self.kernel = AttentionKernelChoice(cfg, ep, dtype, self.gqa_refused)
+        scale = cfg.embedding_multiplier
+        setattr(self, self.embedding_name, Embedding(cfg.vocab_size, cfg.hidden_size, dtype, scale))
+        layers = [self.layer_cls(cfg, i, dtype, ep) for i in range(cfg.num_hidden_layers)]
+        setattr(self, self.layers_name, nn.ModuleList(layers))
         setattr(self, self.final_norm_name, make_norm(cfg, cfg.hidden_size, dtype))
+
+    @property
+    def embedding(self) -> Embedding:
+        return getattr(self, self.embedding_name)
 
     def expected_fusions(self, plan) -> dict[str, int]:
         counts = {"skip_norms": 1} if plan.has(SKIP_NORM) else {}  # the final norm: last sum
         if plan.has(GQA_FUSION):
-            counts[GQA_FUSION] = len(self.layers) if self.kernel.gqa else 0
+            counts[GQA_FUSION] = len(getattr(self, self.layers_name)) if self.kernel.gqa else 0
         return counts
 
+    def embed(self, op, inputs: DecoderInputs):
+        return self.embedding(op, inputs.tokens, inputs.embedded)
+
     def forward(self, op, inputs: DecoderInputs):
-        x = self.embed_tokens(op, inputs.tokens, inputs.embedded)
+        x = self.embed(op, inputs)
         kernel = self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
         presents = []
-        for layer, (past_key, past_value) in zip(self.layers, inputs.past, strict=True):
+        layers = getattr(self, self.layers_name)
+        for layer, (past_key, past_value) in zip(layers, inputs.past, strict=True):
             x, key, value = layer(op, x, kernel, past_key, past_value)
             presents.append((key, value))
         return getattr(self, self.final_norm_name)(op, x), presents
@@ -134,6 +146,7 @@ def attention_spec(cfg: ArchitectureConfig, index: int) -> AttentionSpec:
         softcap=cfg.attn_logit_softcap or 0.0,
         window=cfg.window_of(index),
         rope=cfg.rope_of(index),
+        alibi=cfg.alibi,
     )
 
 
@@ -151,14 +164,22 @@ class AttentionKernelChoice:
     `fallbacks` records why a fused kernel was not used, for mobius.json and the report.
     """
 
-    def __init__(self, cfg: ArchitectureConfig, ep: ExecutionProvider, dtype: ir.DataType):
+    def __init__(
+        self,
+        cfg: ArchitectureConfig,
+        ep: ExecutionProvider,
+        dtype: ir.DataType,
+        refused: str | None = None,
+    ):
         self.dtype, self.ep = dtype, ep
         layers = range(cfg.num_hidden_layers)
         self.windows = sorted({cfg.window_of(i) for i in layers}, key=str)
         head_dims = sorted({cfg.head_dim_of(i) for i in layers})
+        if cfg.alibi is not None:
+            refused = refused or "ALiBi position biases reach attention as an additive mask"
         reason = ""
         if ep.has(GQA_FUSION):
-            reasons = [
+            reasons = [refused] + [
                 ep.gqa_unsupported_reason(
                     head_dim,
                     NAME_OF[dtype],
@@ -196,35 +217,48 @@ class AttentionKernelChoice:
 
 
 class DecoderLM(nn.Module):
-    """`model` (the body) and `lm_head`, tied to `model.embed_tokens` when the config says so."""
+    """The body (`model`, or the family's `body_name`) and `lm_head`, tied to the embedding
+    table when the config says so."""
 
     body_cls = DecoderBody
+    body_name = "model"
     lm_head_bias = False
 
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         self.cfg = cfg
-        self.model = self.body_cls(cfg, dtype, ep)
+        setattr(self, self.body_name, self.body_cls(cfg, dtype, ep))
         if not cfg.tie_word_embeddings:
             self.lm_head = Linear(
                 cfg.hidden_size, cfg.logits_size, self.lm_head_bias, dtype, head=True
             )
 
+    @property
+    def body(self) -> DecoderBody:
+        return getattr(self, self.body_name)
+
     def embedding_table(self):
-        return self.model.embed_tokens.weight
+        return self.body.embedding.weight
 
     def caches(self) -> list[LayerCache]:
         return layer_caches(self.cfg)
 
     def fallbacks(self) -> list[str]:
-        return list(self.model.kernel.fallbacks)
+        return list(self.body.kernel.fallbacks)
 
     def expected_fusions(self, plan) -> dict[str, int]:
         return tied_head_fusions(self.cfg, plan)
 
     def forward(self, op, inputs: DecoderInputs):
-        hidden, presents = self.model(op, inputs)
+        hidden, presents = self.body(op, inputs)
         return project_logits(op, self, self.cfg, hidden), presents
+
+
+def declared_fusions(module, plan, fusion: str) -> int:
+    """How many `fusion`s one run of `module` produces, by its parts' declarations (a family
+    whose layers run more than once declares the other runs with it)."""
+    parts = (m.expected_fusions(plan) for m in module.modules() if hasattr(m, "expected_fusions"))
+    return sum(counts.get(fusion, 0) for counts in parts)
 
 
 def tied_head_fusions(cfg: ArchitectureConfig, plan) -> dict[str, int]:
@@ -239,14 +273,19 @@ def tied_head_fusions(cfg: ArchitectureConfig, plan) -> dict[str, int]:
     }
 
 
+def tied_logits(op, cfg: ArchitectureConfig, table, hidden):
+    """hidden times the embedding table, as the Gemm int4 lowering recognizes as a tied head."""
+    flat = op.Flatten(hidden, axis=2)  # [batch * sequence, the table's width]
+    logits = op.Gemm(flat, table, transB=1)
+    batch_seq = op.Shape(hidden, start=0, end=2)
+    return op.Reshape(logits, op.Concat(batch_seq, [cfg.vocab_size], axis=0))
+
+
 def project_logits(op, model, cfg: ArchitectureConfig, hidden, head=None):
     """lm_head (`head` where the checkpoint names it otherwise, or the tied embedding table),
     then logit multiplier and softcap."""
     if cfg.tie_word_embeddings:
-        flat = op.Flatten(hidden, axis=2)  # [batch * sequence, the table's width]
-        logits = op.Gemm(flat, model.embedding_table(), transB=1)
-        batch_seq = op.Shape(hidden, start=0, end=2)
-        logits = op.Reshape(logits, op.Concat(batch_seq, [cfg.vocab_size], axis=0))
+        logits = tied_logits(op, cfg, model.embedding_table(), hidden)
     else:
         logits = (model.lm_head if head is None else head)(op, hidden)
     if cfg.logits_multiplier != 1.0:

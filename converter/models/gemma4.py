@@ -255,6 +255,10 @@ class Gemma4Body(nn.Module):
         self.layers = nn.ModuleList([Gemma4Layer(cfg, i, dtype, ep) for i in range(layers)])
         self.norm = RMSNorm(cfg.hidden_size, cfg.norm_eps, dtype)
 
+    @property
+    def embedding(self) -> Embedding:
+        return self.embed_tokens
+
     def expected_fusions(self, plan) -> dict[str, int]:
         # the final norm reads the last layer's scaled output, not a sum
         return {GQA: len(self.layers) if self.kernel.gqa else 0} if plan.has(GQA) else {}

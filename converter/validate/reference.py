@@ -1,11 +1,16 @@
-"""transformers as the reference: the same checkpoint in float32, eager attention, its own KV
-cache. Used by `validate` and by the parity tests (torch and transformers load only here)."""
+"""transformers as the reference: the same checkpoint in float32, eager attention (or the one
+the family names), its own KV cache. Used by `validate` and by the parity tests (torch and
+transformers load only here)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
+
+from converter.config import model_type_of
+from converter.registry import family_for
 
 
 class TransformersReference:
@@ -21,8 +26,10 @@ class TransformersReference:
         import torch
         import transformers
 
+        config = json.loads((Path(folder) / "config.json").read_text())
+        attention = family_for(model_type_of(config)).reference_attention
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            folder, dtype=torch.float32, attn_implementation="eager"
+            folder, dtype=torch.float32, attn_implementation=attention
         )
         return cls(model.eval())
 

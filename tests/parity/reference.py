@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 import transformers
 
+from converter.registry import family_for
 from tests.parity.cases import CASES, model_type_of
 
 
@@ -16,9 +17,10 @@ def make_checkpoint(case: str, folder: Path, **overrides):
     and norms are not trivial)."""
     model_type = model_type_of(case)
     config = transformers.AutoConfig.for_model(model_type, **{**CASES[case], **overrides})
-    config._attn_implementation = "eager"
+    attention = family_for(model_type).reference_attention
+    config._attn_implementation = attention
     torch.manual_seed(sum(map(ord, case)))
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention)
     with torch.no_grad():
         for param in model.parameters():
             param.add_(torch.randn_like(param) * 0.05)
