@@ -70,8 +70,6 @@ class ArchitectureConfig:
     bos_token_id: int | None
     eos_token_id: tuple[int, ...]
     pad_token_id: int | None
-    # layers that rotate nothing (NoPE) although the model has a rope
-    nope_layers: frozenset[int] = frozenset()
     # rows of an LM head pruned to the first ids of the vocabulary (None: vocab_size rows)
     output_vocab_size: int | None = None
     # twists a few families have (defaults: none)
@@ -102,8 +100,6 @@ class ArchitectureConfig:
 
     def rope_of(self, index: int) -> Rope | None:
         """The rotary embedding of layer `index` (sliding layers may have their own)."""
-        if index in self.nope_layers:
-            return None
         if self.layer_ropes is not None:
             return self.layer_ropes[index]
         if self.layer_types[index] == SLIDING and self.local_rope is not None:
@@ -179,19 +175,14 @@ class ConfigRules:
     def qk_norm(self, r: ConfigReader) -> str | None:
         return self.traits.get("qk_norm")
 
-    def nope_layers(
-        self, r: ConfigReader, window: int | None, layer_types: tuple[str, ...]
-    ) -> frozenset[int]:
-        """Layers that skip the rotary embedding."""
-        return frozenset()
-
     def clip_qkv(self, r: ConfigReader) -> float | None:
         return r.optional_float("clip_qkv")
 
     def layer_ropes(
         self, r: ConfigReader, head_dim: int, layer_types: tuple[str, ...]
     ) -> tuple[Rope | None, ...] | None:
-        """Each layer's rope when they differ by more than the sliding layers' local rope."""
+        """Each layer's rope (None: that layer rotates nothing, NoPE) when they differ by more
+        than the sliding layers' local rope."""
         return None
 
     def max_positions(self, r: ConfigReader) -> int:
@@ -265,7 +256,6 @@ class ConfigRules:
             bos_token_id=next(iter(r.token_ids("bos_token_id", vocab)), None),
             eos_token_id=r.token_ids("eos_token_id", vocab),
             pad_token_id=next(iter(r.token_ids("pad_token_id", vocab)), None),
-            nope_layers=self.nope_layers(r, sliding_window, layer_types),
             norm_affine=traits.get("norm_affine", True),
             norm_bias=traits.get("norm_bias", True),
             clip_qkv=self.clip_qkv(r),

@@ -1,7 +1,7 @@
 """EXAONE 4: OLMo-2's post-norms with per-head q/k RMSNorm; sliding-window layers with a
 global (full) one every `sliding_window_pattern` layers, the global ones without rope (NoPE)."""
 
-from converter.config import FULL, SLIDING, ConfigReader, ConfigRules
+from converter.config import FULL, SLIDING, ConfigReader, ConfigRules, Rope
 from converter.models.decoder import DecoderLM
 from converter.registry import Family
 
@@ -12,12 +12,11 @@ class Exaone4Rules(ConfigRules):
             return FULL
         return SLIDING if (index + 1) % r.int("sliding_window_pattern") else FULL
 
-    def nope_layers(
-        self, r: ConfigReader, window: int | None, layer_types: tuple[str, ...]
-    ) -> frozenset[int]:
-        if window is None:  # no sliding window at all: every layer rotates
-            return frozenset()
-        return frozenset(i for i, kind in enumerate(layer_types) if kind == FULL)
+    def layer_ropes(self, r: ConfigReader, head_dim: int, layer_types) -> tuple[Rope | None, ...]:
+        rope = self.rope(r, head_dim)
+        if SLIDING not in layer_types:  # no sliding window at all: every layer rotates
+            return tuple(rope for _ in layer_types)
+        return tuple(None if kind == FULL else rope for kind in layer_types)
 
 
 FAMILIES = [
