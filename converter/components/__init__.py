@@ -4,7 +4,7 @@ from converter.components.activations import activation
 from converter.components.attention import Attention
 from converter.components.embedding import Embedding
 from converter.components.linear import Conv1D, Linear
-from converter.components.mlp import GatedMLP, PlainMLP, UpDownMLP
+from converter.components.mlp import GatedMLP, MegatronMLP, PlainMLP, UpDownMLP
 from converter.components.norms import LayerNorm, RMSNorm, make_norm
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "GatedMLP",
     "LayerNorm",
     "Linear",
+    "MegatronMLP",
     "PlainMLP",
     "RMSNorm",
     "UpDownMLP",

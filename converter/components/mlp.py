@@ -68,6 +68,13 @@ class PlainMLP(_Activated):
 
 
 class UpDownMLP(PlainMLP):
-    """down_proj(act(up_proj(x))): the ungated MLP of Nemotron, Arcee and Apertus."""
+    """down_proj(act(up_proj(x))): the ungated MLP of Nemotron, Arcee, Apertus and MPT."""
 
     in_name, out_name = "up_proj", "down_proj"
+
+
+class MegatronMLP(PlainMLP):
+    """dense_4h_to_h(act(dense_h_to_4h(x))): Megatron's names (GPT-NeoX, Persimmon, BLOOM,
+    Falcon)."""
+
+    in_name, out_name = "dense_h_to_4h", "dense_4h_to_h"

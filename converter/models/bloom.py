@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import onnx_ir as ir
 from onnxscript import nn
 
-from converter.components import LayerNorm, Linear, PlainMLP
+from converter.components import LayerNorm, Linear, MegatronMLP
 from converter.config import ArchitectureConfig, ConfigReader, ConfigRules
 from converter.config.alibi import Alibi, geometric_slopes
 from converter.execution_providers import SKIP_NORM
@@ -48,10 +48,6 @@ class GroupedQKVAttention(nn.Module):
         return self.dense(op, y), key, value
 
 
-class BloomMLP(PlainMLP):
-    in_name, out_name = "dense_h_to_4h", "dense_4h_to_h"
-
-
 class BloomBlock(nn.Module):
     def __init__(self, cfg: BloomConfig, index: int, dtype: ir.DataType, ep):
         super().__init__()
@@ -59,7 +55,7 @@ class BloomBlock(nn.Module):
         self.input_layernorm = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
         self.self_attention = GroupedQKVAttention(cfg, index, dtype, cfg.num_attention_heads)
         self.post_attention_layernorm = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
-        self.mlp = BloomMLP(cfg, dtype)
+        self.mlp = MegatronMLP(cfg, dtype)
 
     def expected_fusions(self, plan) -> dict[str, int]:
         # post_attention_layernorm reads a sum in every block, input_layernorm after block 0

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import onnx_ir as ir
 from onnxscript import nn
 
-from converter.components import make_norm
+from converter.components import MegatronMLP, make_norm
 from converter.config import ArchitectureConfig, ConfigReader, ConfigRules
 from converter.config.alibi import Alibi, geometric_slopes
 from converter.execution_providers import SKIP_NORM
-from converter.models.bloom import BloomMLP, GroupedQKVAttention
+from converter.models.bloom import GroupedQKVAttention
 from converter.models.decoder import DecoderBody, DecoderLM
 from converter.registry import Family
 
@@ -38,7 +38,7 @@ class FalconBlock(nn.Module):
             setattr(self, name, make_norm(cfg, cfg.hidden_size, dtype))
         groups = cfg.num_key_value_heads
         self.self_attention = GroupedQKVAttention(cfg, index, dtype, groups)
-        self.mlp = BloomMLP(cfg, dtype)
+        self.mlp = MegatronMLP(cfg, dtype)
 
     def expected_fusions(self, plan) -> dict[str, int]:
         # the norms of every block but the first read the previous block's sum (two parallel

@@ -1,15 +1,16 @@
 """Persimmon: GPT-NeoX's per-head `query_key_value` and `dense` in the generic pre-norm decoder,
 with LayerNorm, per-head q/k LayerNorms (`qk_layernorm`), squared-ReLU MLP, partial rotary."""
 
+from converter.components import MegatronMLP
 from converter.config import ConfigReader, ConfigRules
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
-from converter.models.gpt_neox import NeoXAttention, NeoXMLP
+from converter.models.gpt_neox import NeoXAttention
 from converter.registry import Family
 
 
 class PersimmonLayer(DecoderLayer):
     attention_cls = NeoXAttention
-    mlp_cls = NeoXMLP
+    mlp_cls = MegatronMLP
 
 
 class PersimmonBody(DecoderBody):
