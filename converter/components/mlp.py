@@ -73,6 +73,12 @@ class UpDownMLP(PlainMLP):
     in_name, out_name = "up_proj", "down_proj"
 
 
+class FcProjMLP(PlainMLP):
+    """c_proj(act(c_fc(x))): GPT-2's names on torch Linear weights (GPT-Neo, GPT-BigCode)."""
+
+    in_name, out_name = "c_fc", "c_proj"
+
+
 class MegatronMLP(PlainMLP):
     """dense_4h_to_h(act(dense_h_to_4h(x))): Megatron's names (GPT-NeoX, Persimmon, BLOOM,
     Falcon)."""

@@ -5,51 +5,22 @@ from __future__ import annotations
 
 import dataclasses
 
-import onnx_ir as ir
-from onnxscript import nn
-
-from converter.components import Embedding, LayerNorm
-from converter.components.positions import LearnedPositions
 from converter.config import ArchitectureConfig, ConfigReader, MultiHeadRules
-from converter.models.opt import FAIRSEQ_POSITION_OFFSET, FairseqLayer
-from converter.models.positional import PositionalBody, PositionalLM
+from converter.models.decoder import DecoderLM
+from converter.models.opt import FairseqBody
 from converter.registry import Family
 
 # BioGPT's LayerNorms take torch's default epsilon; transformers never reads layer_norm_eps
 TORCH_LAYER_NORM_EPS = 1e-5
 
 
-class BioGptBody(PositionalBody):
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep):
-        super().__init__(cfg, dtype, ep)
-        hidden = cfg.hidden_size
-        self.embed_tokens = Embedding(cfg.vocab_size, hidden, dtype, scale=cfg.embedding_multiplier)
-        self.embed_positions = LearnedPositions(
-            cfg.max_position_embeddings, hidden, dtype, FAIRSEQ_POSITION_OFFSET
-        )
-        self.layers = nn.ModuleList(
-            [FairseqLayer(cfg, i, dtype) for i in range(cfg.num_hidden_layers)]
-        )
-        self.layer_norm = LayerNorm(hidden, cfg.norm_eps, dtype)
-
-    def token_table(self):
-        return self.embed_tokens.weight
-
-    def blocks(self):
-        return self.layers
-
-    def embed(self, op, inputs):
-        x = self.embed_tokens(op, inputs.tokens, inputs.embedded)
-        return op.Add(x, self.embed_positions(op, inputs.position_ids))
-
-    def finish(self, op, x):
-        return self.layer_norm(op, x)
+class BioGptBody(FairseqBody):
+    final_norm_name = "layer_norm"
 
 
-class BioGptLM(PositionalLM):
+class BioGptLM(DecoderLM):
     body_cls = BioGptBody
-    body_name = "biogpt"
-    head_name = "output_projection"
+    body_name, head_name = "biogpt", "output_projection"
 
 
 class BioGptRules(MultiHeadRules):

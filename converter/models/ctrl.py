@@ -8,13 +8,13 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript import nn
 
-from converter.components import Attention, Embedding, LayerNorm, Linear
+from converter.components import Attention, LayerNorm, PlainMLP
 from converter.components.positions import SinusoidalPositions
 from converter.config import ArchitectureConfig, ConfigReader, MultiHeadRules
 from converter.errors import ConfigError
 from converter.execution_providers import SKIP_NORM
-from converter.models.decoder import attention_spec
-from converter.models.positional import PositionalBody, PositionalLM
+from converter.models.decoder import DecoderLM, attention_spec
+from converter.models.positional import PositionalBody
 from converter.registry import Family
 
 LAYER_NORM_EPS = 1e-6  # CTRL's layer norms inside the layers; config.json sets only the final one
@@ -33,19 +33,18 @@ class CTRLAttention(Attention):
     out_proj_name = "dense"
 
 
-class ReLU(nn.Module):
-    def forward(self, op, x):
-        return op.Relu(x)
+class CTRLFeedForward(PlainMLP):
+    """The `ffn` Sequential: Linear, ReLU, Linear (the ReLU holds index 1)."""
+
+    in_name, out_name = "0", "2"
 
 
 class CTRLLayer(nn.Module):
-    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType):
+    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType, ep):
         super().__init__()
-        hidden, inner = cfg.hidden_size, cfg.intermediate_size
+        hidden = cfg.hidden_size
         self.multi_head_attention = CTRLAttention(cfg, dtype, attention_spec(cfg, index))
-        self.ffn = nn.Sequential(
-            Linear(hidden, inner, True, dtype), ReLU(), Linear(inner, hidden, True, dtype)
-        )
+        self.ffn = CTRLFeedForward(cfg, dtype)
         self.layernorm1 = LayerNorm(hidden, LAYER_NORM_EPS, dtype)
         self.layernorm2 = LayerNorm(hidden, LAYER_NORM_EPS, dtype)
 
@@ -61,30 +60,19 @@ class CTRLLayer(nn.Module):
 
 
 class CTRLBody(PositionalBody):
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep):
-        super().__init__(cfg, dtype, ep)
-        hidden = cfg.hidden_size
-        self.w = Embedding(cfg.vocab_size, hidden, dtype, scale=hidden**0.5)
-        self.positions = SinusoidalPositions(ctrl_frequencies(hidden), dtype)
-        self.h = nn.ModuleList([CTRLLayer(cfg, i, dtype) for i in range(cfg.num_hidden_layers)])
-        self.layernorm = LayerNorm(hidden, cfg.norm_eps, dtype)
+    """`w` (scaled by sqrt(n_embd)) plus sinusoidal `positions`, the layers `h`, `layernorm`."""
 
-    def token_table(self):
-        return self.w.weight
+    layer_cls = CTRLLayer
+    embedding_name, positions_name = "w", "positions"
+    layers_name, final_norm_name = "h", "layernorm"
 
-    def blocks(self):
-        return self.h
-
-    def embed(self, op, inputs):
-        x = self.w(op, inputs.tokens, inputs.embedded)
-        return op.Add(x, self.positions(op, inputs.position_ids))
-
-    def finish(self, op, x):
-        return self.layernorm(op, x)
+    def make_positions(self, cfg: ArchitectureConfig, dtype: ir.DataType) -> SinusoidalPositions:
+        return SinusoidalPositions(ctrl_frequencies(cfg.hidden_size), dtype)
 
 
-class CTRLLM(PositionalLM):
+class CTRLLM(DecoderLM):
     body_cls = CTRLBody
+    body_name = "transformer"
     head_bias = True
 
 
@@ -103,7 +91,14 @@ FAMILIES = [
         CTRLLM,
         "scaled embeddings, sinusoidal positions, tied LM head with its own bias",
         ("Salesforce/ctrl",),
-        rules=CTRLRules(norm_type="layer", qkv_bias=True, o_bias=True, mlp_bias=True, rope=False),
+        rules=CTRLRules(
+            norm_type="layer",
+            embed_scale_sqrt=True,
+            qkv_bias=True,
+            o_bias=True,
+            mlp_bias=True,
+            rope=False,
+        ),
         prefix="transformer.",
     ),
 ]

@@ -13,6 +13,7 @@ from onnxscript import nn
 from converter.components import Attention, Embedding, GatedMLP, Linear, make_norm
 from converter.components.attention import AttentionSpec, GroupQueryAttention, StandardAttention
 from converter.components.cache import LayerCache, kv_cache
+from converter.components.linear import Bias
 from converter.config import ArchitectureConfig
 from converter.dtypes import NAME_OF
 from converter.execution_providers import (
@@ -40,16 +41,22 @@ _LAYOUT_NORMS = {
 
 
 class DecoderLayer(nn.Module):
+    """Attention and MLP under `attention_name` and `mlp_name`, and the norms of the config's
+    layout, each under the name `layout_norms` gives it (a family whose checkpoint names them
+    otherwise overrides these)."""
+
     attention_cls = Attention
     mlp_cls = GatedMLP
-    layout_norms = _LAYOUT_NORMS  # a family whose checkpoint names them otherwise overrides
+    attention_name, mlp_name = "self_attn", "mlp"
+    layout_norms = _LAYOUT_NORMS
 
     def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType, ep):
         super().__init__()
         self.layout, self.index = cfg.layout, index
         spec = attention_spec(cfg, index)
-        self.self_attn = self.attention_cls(cfg, dtype, spec, packed=ep.has(PACKED_QKV))
-        self.mlp = self.mlp_cls(cfg, dtype, packed=ep.has(PACKED_GATE_UP))
+        attention = self.attention_cls(cfg, dtype, spec, packed=ep.has(PACKED_QKV))
+        setattr(self, self.attention_name, attention)
+        setattr(self, self.mlp_name, self.mlp_cls(cfg, dtype, packed=ep.has(PACKED_GATE_UP)))
         for name in self.layout_norms[cfg.layout]:
             setattr(self, name, make_norm(cfg, cfg.hidden_size, dtype))
         self.residual_multiplier = cfg.residual_multiplier
@@ -71,32 +78,35 @@ class DecoderLayer(nn.Module):
         return op.Add(x, h)
 
     def forward(self, op, x, kernel, past_key, past_value):
+        attention, mlp = getattr(self, self.attention_name), getattr(self, self.mlp_name)
+
         def attend(h):
-            return self.self_attn(op, h, kernel, past_key, past_value)
+            return attention(op, h, kernel, past_key, past_value)
 
         norms = [getattr(self, name) for name in self.layout_norms[self.layout]]
         if self.layout == "parallel":
             h = norms[0](op, x)
             a, key, value = attend(h)
-            return op.Add(op.Add(x, a), self.mlp(op, h)), key, value
+            return op.Add(op.Add(x, a), mlp(op, h)), key, value
         if self.layout == "post":
             after_attention, after_mlp = norms
             a, key, value = attend(x)
             x = self._residual(op, x, after_attention(op, a))
-            return self._residual(op, x, after_mlp(op, self.mlp(op, x))), key, value
+            return self._residual(op, x, after_mlp(op, mlp(op, x))), key, value
         a, key, value = attend(norms[0](op, x))
         if self.layout == "sandwich":
             _, after_attention, before_mlp, after_mlp = norms
             x = self._residual(op, x, after_attention(op, a))
-            m = self.mlp(op, before_mlp(op, x))
+            m = mlp(op, before_mlp(op, x))
             return self._residual(op, x, after_mlp(op, m)), key, value
         x = self._residual(op, x, a)
-        return self._residual(op, x, self.mlp(op, norms[1](op, x))), key, value
+        return self._residual(op, x, mlp(op, norms[1](op, x))), key, value
 
 
 class DecoderBody(nn.Module):
     """Embeddings, layers and the final norm, under the attribute names a family's checkpoint
-    uses (`embedding_name`, `layers_name`, `final_norm_name`)."""
+    uses (`embedding_name`, `layers_name`, `final_norm_name`); `make_embedding` and
+    `make_final_norm` build the two ends where a family's differ."""
 
     layer_cls = DecoderLayer
     embedding_name = "embed_tokens"
@@ -107,18 +117,27 @@ class DecoderBody(nn.Module):
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         self.kernel = AttentionKernelChoice(cfg, ep, dtype, self.gqa_refused)
-        scale = cfg.embedding_multiplier
-        setattr(self, self.embedding_name, Embedding(cfg.vocab_size, cfg.hidden_size, dtype, scale))
+        setattr(self, self.embedding_name, self.make_embedding(cfg, dtype))
         layers = [self.layer_cls(cfg, i, dtype, ep) for i in range(cfg.num_hidden_layers)]
         setattr(self, self.layers_name, nn.ModuleList(layers))
-        setattr(self, self.final_norm_name, make_norm(cfg, cfg.hidden_size, dtype))
+        setattr(self, self.final_norm_name, self.make_final_norm(cfg, dtype))
+
+    def make_embedding(self, cfg: ArchitectureConfig, dtype: ir.DataType) -> nn.Module:
+        return Embedding(cfg.vocab_size, cfg.hidden_size, dtype, cfg.embedding_multiplier)
+
+    def make_final_norm(self, cfg: ArchitectureConfig, dtype: ir.DataType) -> nn.Module | None:
+        """The norm after the last layer (None: a family without one)."""
+        return make_norm(cfg, cfg.hidden_size, dtype)
 
     @property
-    def embedding(self) -> Embedding:
+    def embedding(self) -> nn.Module:
+        """The token embedding, whose `weight` a tied head reads."""
         return getattr(self, self.embedding_name)
 
     def expected_fusions(self, plan) -> dict[str, int]:
-        counts = {"skip_norms": 1} if plan.has(SKIP_NORM) else {}  # the final norm: last sum
+        counts = {}
+        if plan.has(SKIP_NORM):  # the final norm reads the last sum
+            counts["skip_norms"] = int(getattr(self, self.final_norm_name) is not None)
         if plan.has(GQA_FUSION):
             counts[GQA_FUSION] = len(getattr(self, self.layers_name)) if self.kernel.gqa else 0
         return counts
@@ -134,15 +153,19 @@ class DecoderBody(nn.Module):
         for layer, (past_key, past_value) in zip(layers, inputs.past, strict=True):
             x, key, value = layer(op, x, kernel, past_key, past_value)
             presents.append((key, value))
-        return getattr(self, self.final_norm_name)(op, x), presents
+        final_norm = getattr(self, self.final_norm_name)
+        return (x if final_norm is None else final_norm(op, x)), presents
 
 
 def attention_spec(cfg: ArchitectureConfig, index: int) -> AttentionSpec:
+    scale = cfg.attention_scale
+    if cfg.scale_by_inverse_layer:  # GPT-2's scale_attn_by_inverse_layer_idx
+        scale /= index + 1
     return AttentionSpec(
         heads=cfg.num_attention_heads,
         kv_heads=cfg.kv_heads_of(index),
         head_dim=cfg.head_dim_of(index),
-        scale=cfg.attention_scale,
+        scale=scale,
         softcap=cfg.attn_logit_softcap or 0.0,
         window=cfg.window_of(index),
         rope=cfg.rope_of(index),
@@ -217,21 +240,26 @@ class AttentionKernelChoice:
 
 
 class DecoderLM(nn.Module):
-    """The body (`model`, or the family's `body_name`) and `lm_head`, tied to the embedding
-    table when the config says so."""
+    """The body under `body_name` and the LM head under `head_name`: a Linear (biased with
+    `head_bias`), or the body's embedding table when the config ties them, plus a bias of the
+    head's own with `head_bias` (CTRL, GPT-J)."""
 
     body_cls = DecoderBody
     body_name = "model"
-    lm_head_bias = False
+    head_name = "lm_head"
+    head_bias = False
 
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         self.cfg = cfg
         setattr(self, self.body_name, self.body_cls(cfg, dtype, ep))
+        setattr(self, self.head_name, self.make_head(cfg, dtype))
+
+    def make_head(self, cfg: ArchitectureConfig, dtype: ir.DataType) -> nn.Module | None:
+        """A Linear; tied to the embedding table, only the head's own bias (or nothing)."""
         if not cfg.tie_word_embeddings:
-            self.lm_head = Linear(
-                cfg.hidden_size, cfg.logits_size, self.lm_head_bias, dtype, head=True
-            )
+            return Linear(cfg.hidden_size, cfg.logits_size, self.head_bias, dtype, head=True)
+        return Bias(cfg.vocab_size, dtype) if self.head_bias else None
 
     @property
     def body(self) -> DecoderBody:
@@ -251,7 +279,24 @@ class DecoderLM(nn.Module):
 
     def forward(self, op, inputs: DecoderInputs):
         hidden, presents = self.body(op, inputs)
-        return project_logits(op, self, self.cfg, hidden), presents
+        return self.logits(op, hidden), presents
+
+    def logits(self, op, hidden):
+        """The head's (or the tied table's, plus the head's own bias if it keeps one), then
+        the logit multiplier and softcap."""
+        cfg, head = self.cfg, getattr(self, self.head_name)
+        if cfg.tie_word_embeddings:
+            logits = tied_logits(op, cfg, self.embedding_table(), hidden)
+            if head is not None:
+                logits = head(op, logits)
+        else:
+            logits = head(op, hidden)
+        if cfg.logits_multiplier != 1.0:
+            logits = op.Mul(logits, cfg.logits_multiplier)
+        if cfg.final_logit_softcap:
+            cap = cfg.final_logit_softcap
+            logits = op.Mul(op.Tanh(op.Div(logits, cap)), cap)
+        return logits
 
 
 def declared_fusions(module, plan, fusion: str) -> int:
@@ -279,18 +324,3 @@ def tied_logits(op, cfg: ArchitectureConfig, table, hidden):
     logits = op.Gemm(flat, table, transB=1)
     batch_seq = op.Shape(hidden, start=0, end=2)
     return op.Reshape(logits, op.Concat(batch_seq, [cfg.vocab_size], axis=0))
-
-
-def project_logits(op, model, cfg: ArchitectureConfig, hidden, head=None):
-    """lm_head (`head` where the checkpoint names it otherwise, or the tied embedding table),
-    then logit multiplier and softcap."""
-    if cfg.tie_word_embeddings:
-        logits = tied_logits(op, cfg, model.embedding_table(), hidden)
-    else:
-        logits = (model.lm_head if head is None else head)(op, hidden)
-    if cfg.logits_multiplier != 1.0:
-        logits = op.Mul(logits, cfg.logits_multiplier)
-    if cfg.final_logit_softcap:
-        cap = cfg.final_logit_softcap
-        logits = op.Mul(op.Tanh(op.Div(logits, cap)), cap)
-    return logits

@@ -242,11 +242,8 @@ class DoryLM(DecoderLM):
     body_cls = DoryBody
     body_name = "backbone"
 
-    def __init__(self, cfg: DoryConfig, dtype: ir.DataType, ep):
-        nn.Module.__init__(self)
-        self.cfg = cfg
-        self.backbone = DoryBody(cfg, dtype, ep)
-        self.lm_head = DoryHead(cfg, dtype)
+    def make_head(self, cfg: DoryConfig, dtype: ir.DataType) -> DoryHead:
+        return DoryHead(cfg, dtype)
 
     def caches(self):
         """A cache per run, or (`last_loop_cache`) per layer, which its last run writes."""
@@ -256,9 +253,8 @@ class DoryLM(DecoderLM):
         runs = [cfg.first_run(i) for i in range(sum(cfg.sections))]
         return [kv_cache(cfg.num_key_value_heads, cfg.head_dim, cfg.window_of(r)) for r in runs]
 
-    def forward(self, op, inputs: DecoderInputs):
-        hidden, presents = self.backbone(op, inputs)
-        return self.lm_head(op, hidden, self.embedding_table()), presents
+    def logits(self, op, hidden):
+        return self.lm_head(op, hidden, self.embedding_table())
 
 
 class DoryRules(ConfigRules):

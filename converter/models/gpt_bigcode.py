@@ -8,19 +8,18 @@ import dataclasses
 import onnx_ir as ir
 from onnxscript import nn
 
-from converter.components import Linear
+from converter.components import FcProjMLP, Linear
+from converter.components.attention import AttentionSpec
 from converter.config import ArchitectureConfig, ConfigReader, ConfigRules
-from converter.models.decoder import attention_spec
-from converter.models.gpt_neo import GPTBlock, GPTBody
-from converter.models.positional import PositionalLM
+from converter.models.gpt2 import GPT2LM, GPT2Block, GPT2Body
 from converter.registry import Family
 
 
 class GPTBigCodeAttention(nn.Module):
-    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType):
+    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, spec: AttentionSpec):
         super().__init__()
-        self.spec = attention_spec(cfg, index)
-        heads, kv_heads, d = self.spec.heads, self.spec.kv_heads, self.spec.head_dim
+        self.spec = spec
+        heads, kv_heads, d = spec.heads, spec.kv_heads, spec.head_dim
         self.sizes = [heads * d, kv_heads * d, kv_heads * d]
         self.multi_query = kv_heads == 1
         self.c_attn = Linear(cfg.hidden_size, sum(self.sizes), True, dtype)
@@ -39,15 +38,15 @@ class GPTBigCodeAttention(nn.Module):
         return self.c_proj(op, y), key, value
 
 
-class GPTBigCodeBlock(GPTBlock):
-    attention_cls = GPTBigCodeAttention
+class GPTBigCodeBlock(GPT2Block):
+    attention_cls, mlp_cls = GPTBigCodeAttention, FcProjMLP
 
 
-class GPTBigCodeBody(GPTBody):
-    block_cls = GPTBigCodeBlock
+class GPTBigCodeBody(GPT2Body):
+    layer_cls = GPTBigCodeBlock
 
 
-class GPTBigCodeLM(PositionalLM):
+class GPTBigCodeLM(GPT2LM):
     body_cls = GPTBigCodeBody
 
 

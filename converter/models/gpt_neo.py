@@ -6,79 +6,12 @@ from __future__ import annotations
 import onnx_ir as ir
 from onnxscript import nn
 
-from converter.components import Attention, Embedding, LayerNorm, Linear, activation
-from converter.components.positions import LearnedPositions
+from converter.components import Attention, FcProjMLP
+from converter.components.attention import AttentionSpec
 from converter.config import FULL, SLIDING, ArchitectureConfig, ConfigReader, MultiHeadRules
 from converter.errors import ConfigError
-from converter.execution_providers import SKIP_NORM
-from converter.models.decoder import attention_spec
-from converter.models.positional import PositionalBody, PositionalLM
+from converter.models.gpt2 import GPT2LM, GPT2Block, GPT2Body
 from converter.registry import Family
-
-
-class LinearMLP(nn.Module):
-    """c_proj(act(c_fc(x))) with torch Linear weights (GPT-2's are Conv1D)."""
-
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType):
-        super().__init__()
-        self.act = cfg.activation
-        self.c_fc = Linear(cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias, dtype)
-        self.c_proj = Linear(cfg.intermediate_size, cfg.hidden_size, cfg.mlp_bias, dtype)
-
-    def forward(self, op, x):
-        return self.c_proj(op, activation(op, self.act, self.c_fc(op, x)))
-
-
-class GPTBlock(nn.Module):
-    """ln_1, attn, ln_2, mlp: GPT-2's block, its attention given by `attention_cls`."""
-
-    attention_cls: type[nn.Module]
-
-    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType):
-        super().__init__()
-        self.ln_1 = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
-        self.attn = self.attention_cls(cfg, index, dtype)
-        self.ln_2 = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
-        self.mlp = LinearMLP(cfg, dtype)
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        # ln_1 reads a sum in every block (the first one's is wte + wpe), and ln_2
-        return {"skip_norms": 2} if plan.has(SKIP_NORM) else {}
-
-    def forward(self, op, x, kernel, past_key, past_value):
-        a, key, value = self.attn(op, self.ln_1(op, x), kernel, past_key, past_value)
-        x = op.Add(x, a)
-        return op.Add(x, self.mlp(op, self.ln_2(op, x))), key, value
-
-
-class GPTBody(PositionalBody):
-    """`wte` + `wpe`, the blocks `h`, `ln_f`."""
-
-    block_cls: type[GPTBlock]
-
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep):
-        super().__init__(cfg, dtype, ep)
-        hidden = cfg.hidden_size
-        self.wte = Embedding(cfg.vocab_size, hidden, dtype)
-        self.wpe = LearnedPositions(cfg.max_position_embeddings, hidden, dtype)
-        self.h = nn.ModuleList(
-            [self.block_cls(cfg, i, dtype) for i in range(cfg.num_hidden_layers)]
-        )
-        self.ln_f = LayerNorm(hidden, cfg.norm_eps, dtype)
-
-    def token_table(self):
-        return self.wte.weight
-
-    def blocks(self):
-        return self.h
-
-    def embed(self, op, inputs):
-        return op.Add(
-            self.wte(op, inputs.tokens, inputs.embedded), self.wpe(op, inputs.position_ids)
-        )
-
-    def finish(self, op, x):
-        return self.ln_f(op, x)
 
 
 class NeoSelfAttention(Attention):
@@ -86,25 +19,25 @@ class NeoSelfAttention(Attention):
 
 
 class GPTNeoAttention(nn.Module):
-    """`attn.attention`: the projections sit one module deeper than GPT-2's."""
+    """`attn.attention`: the projections sit one module deeper than GPT-2's (EXAONE 3's too)."""
 
-    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType):
+    def __init__(self, cfg, dtype: ir.DataType, spec: AttentionSpec, packed: bool = False):
         super().__init__()
-        self.attention = NeoSelfAttention(cfg, dtype, attention_spec(cfg, index))
+        self.attention = NeoSelfAttention(cfg, dtype, spec, packed)
 
     def forward(self, op, x, kernel, past_key, past_value):
         return self.attention(op, x, kernel, past_key, past_value)
 
 
-class GPTNeoBlock(GPTBlock):
-    attention_cls = GPTNeoAttention
+class GPTNeoBlock(GPT2Block):
+    attention_cls, mlp_cls = GPTNeoAttention, FcProjMLP
 
 
-class GPTNeoBody(GPTBody):
-    block_cls = GPTNeoBlock
+class GPTNeoBody(GPT2Body):
+    layer_cls = GPTNeoBlock
 
 
-class GPTNeoLM(PositionalLM):
+class GPTNeoLM(GPT2LM):
     body_cls = GPTNeoBody
 
 

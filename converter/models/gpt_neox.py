@@ -14,19 +14,11 @@ import dataclasses
 import onnx_ir as ir
 from onnxscript import nn
 
-from converter.components import Attention, Embedding, Linear, PlainMLP, make_norm
-from converter.components.cache import LayerCache
+from converter.components import Attention, MegatronMLP, make_norm
 from converter.config import ArchitectureConfig, ConfigReader, ConfigRules, Rope, parse_rope
-from converter.execution_providers import GQA, SKIP_NORM, ExecutionProvider
-from converter.models.decoder import (
-    AttentionKernelChoice,
-    attention_spec,
-    layer_caches,
-    project_logits,
-    tied_head_fusions,
-)
+from converter.execution_providers import SKIP_NORM
+from converter.models.decoder import DecoderBody, DecoderLM, attention_spec
 from converter.registry import Family
-from converter.tasks.text_generation import DecoderInputs
 
 
 class NeoXAttention(Attention):
@@ -53,18 +45,14 @@ class NeoXJapaneseAttention(NeoXAttention):
         return (y if self.dense_bias is None else op.Add(y, self.dense_bias)), key, value
 
 
-class NeoXMLP(PlainMLP):
-    in_name, out_name = "dense_h_to_4h", "dense_4h_to_h"
-
-
 class NeoXLayer(nn.Module):
-    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType):
+    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType, ep):
         super().__init__()
         self.index, self.parallel = index, cfg.layout == "parallel"
         self.input_layernorm = make_norm(cfg, cfg.hidden_size, dtype)
         self.post_attention_layernorm = make_norm(cfg, cfg.hidden_size, dtype)
         self.attention = self.make_attention(cfg, index, dtype)
-        self.mlp = NeoXMLP(cfg, dtype)
+        self.mlp = MegatronMLP(cfg, dtype)
 
     def make_attention(self, cfg, index: int, dtype: ir.DataType) -> NeoXAttention:
         return NeoXAttention(cfg, dtype, attention_spec(cfg, index))
@@ -92,75 +80,23 @@ class NeoXJapaneseLayer(NeoXLayer):
         return NeoXJapaneseAttention(cfg, dtype, attention_spec(cfg, index), last)
 
 
-class NeoXBody(nn.Module):
+class NeoXBody(DecoderBody):
     layer_cls = NeoXLayer
-
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
-        super().__init__()
-        self.kernel = AttentionKernelChoice(cfg, ep, dtype)
-        self.embed_in = Embedding(cfg.vocab_size, cfg.hidden_size, dtype)
-        self.layers = nn.ModuleList(
-            [self.layer_cls(cfg, i, dtype) for i in range(cfg.num_hidden_layers)]
-        )
-        self.final_layer_norm = make_norm(cfg, cfg.hidden_size, dtype)
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        counts = {"skip_norms": 1} if plan.has(SKIP_NORM) else {}  # final_layer_norm
-        if plan.has(GQA):
-            counts[GQA] = len(self.layers) if self.kernel.gqa else 0
-        return counts
-
-    def forward(self, op, inputs: DecoderInputs):
-        x = self.embed_in(op, inputs.tokens, inputs.embedded)
-        kernel = self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
-        presents = []
-        for layer, (past_key, past_value) in zip(self.layers, inputs.past, strict=True):
-            x, key, value = layer(op, x, kernel, past_key, past_value)
-            presents.append((key, value))
-        return self.final_layer_norm(op, x), presents
+    embedding_name, final_norm_name = "embed_in", "final_layer_norm"
 
 
 class NeoXJapaneseBody(NeoXBody):
     layer_cls = NeoXJapaneseLayer
 
 
-class NeoXLM(nn.Module):
+class NeoXLM(DecoderLM):
     """The body under `body_name` and the `embed_out` head (or the tied `embed_in` table)."""
 
-    body_name, body_cls = "gpt_neox", NeoXBody
-
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
-        super().__init__()
-        self.cfg = cfg
-        setattr(self, self.body_name, self.body_cls(cfg, dtype, ep))
-        if not cfg.tie_word_embeddings:
-            self.embed_out = Linear(cfg.hidden_size, cfg.vocab_size, False, dtype, head=True)
-
-    @property
-    def body(self) -> NeoXBody:
-        return getattr(self, self.body_name)
-
-    def embedding_table(self):
-        return self.body.embed_in.weight
-
-    def caches(self) -> list[LayerCache]:
-        return layer_caches(self.cfg)
-
-    def fallbacks(self) -> list[str]:
-        return list(self.body.kernel.fallbacks)
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        return tied_head_fusions(self.cfg, plan)
-
-    def forward(self, op, inputs: DecoderInputs):
-        hidden, presents = self.body(op, inputs)
-        if self.cfg.tie_word_embeddings:
-            return project_logits(op, self, self.cfg, hidden), presents
-        return self.embed_out(op, hidden), presents
+    body_cls, body_name, head_name = NeoXBody, "gpt_neox", "embed_out"
 
 
 class NeoXJapaneseLM(NeoXLM):
-    body_name, body_cls = "gpt_neox_japanese", NeoXJapaneseBody
+    body_cls, body_name = NeoXJapaneseBody, "gpt_neox_japanese"
 
 
 class NeoXRopeRules(ConfigRules):

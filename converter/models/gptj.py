@@ -7,23 +7,13 @@ each holding q, v and k for a quarter of the hidden size.
 
 from __future__ import annotations
 
-import onnx_ir as ir
-from onnxscript import nn
+from typing import ClassVar
 
-from converter.components import Attention, Embedding, Linear, PlainMLP, make_norm
-from converter.components.cache import LayerCache
+from converter.components import Attention, PlainMLP
 from converter.config import ConfigReader, ConfigRules, Rope
 from converter.errors import ConfigError
-from converter.execution_providers import GQA, PACKED_QKV, SKIP_NORM, ExecutionProvider
-from converter.models.decoder import (
-    AttentionKernelChoice,
-    attention_spec,
-    layer_caches,
-    project_logits,
-    tied_head_fusions,
-)
+from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.registry import Family
-from converter.tasks.text_generation import DecoderInputs
 
 _CODEGEN_GROUPS = 4  # transformers' CodeGenAttention.mp_num
 
@@ -43,106 +33,31 @@ class GPTJMLP(PlainMLP):
     in_name, out_name = "fc_in", "fc_out"
 
 
-class GPTJBlock(nn.Module):
-    attention_cls = GPTJAttention
-
-    def __init__(self, cfg, index: int, dtype: ir.DataType, ep: ExecutionProvider):
-        super().__init__()
-        self.index = index
-        self.ln_1 = make_norm(cfg, cfg.hidden_size, dtype)
-        spec = attention_spec(cfg, index)
-        self.attn = self.attention_cls(cfg, dtype, spec, packed=ep.has(PACKED_QKV))
-        self.mlp = GPTJMLP(cfg, dtype)
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        # ln_1 reads the previous block's sum (the first one reads the embeddings)
-        return {"skip_norms": int(self.index > 0)} if plan.has(SKIP_NORM) else {}
-
-    def forward(self, op, x, kernel, past_key, past_value):
-        h = self.ln_1(op, x)
-        a, key, value = self.attn(op, h, kernel, past_key, past_value)
-        return op.Add(op.Add(x, a), self.mlp(op, h)), key, value
+class GPTJBlock(DecoderLayer):
+    attention_cls, mlp_cls = GPTJAttention, GPTJMLP
+    attention_name = "attn"
+    layout_norms: ClassVar = {"parallel": ("ln_1",)}
 
 
 class CodeGenBlock(GPTJBlock):
     attention_cls = CodeGenAttention
 
 
-class GPTJBody(nn.Module):
-    block_cls = GPTJBlock
-
-    def __init__(self, cfg, dtype: ir.DataType, ep: ExecutionProvider):
-        super().__init__()
-        self.kernel = AttentionKernelChoice(cfg, ep, dtype)
-        self.wte = Embedding(cfg.vocab_size, cfg.hidden_size, dtype)
-        self.h = nn.ModuleList(
-            [self.block_cls(cfg, i, dtype, ep) for i in range(cfg.num_hidden_layers)]
-        )
-        self.ln_f = make_norm(cfg, cfg.hidden_size, dtype)
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        counts = {"skip_norms": 1} if plan.has(SKIP_NORM) else {}  # ln_f
-        if plan.has(GQA):
-            counts[GQA] = len(self.h) if self.kernel.gqa else 0
-        return counts
-
-    def forward(self, op, inputs: DecoderInputs):
-        x = self.wte(op, inputs.tokens, inputs.embedded)
-        kernel = self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
-        presents = []
-        for block, (past_key, past_value) in zip(self.h, inputs.past, strict=True):
-            x, key, value = block(op, x, kernel, past_key, past_value)
-            presents.append((key, value))
-        return self.ln_f(op, x), presents
+class GPTJBody(DecoderBody):
+    layer_cls = GPTJBlock
+    embedding_name, layers_name, final_norm_name = "wte", "h", "ln_f"
 
 
 class CodeGenBody(GPTJBody):
-    block_cls = CodeGenBlock
+    layer_cls = CodeGenBlock
 
 
-class TiedHeadBias(nn.Module):
-    """The `lm_head.bias` a head keeps when its weight is tied to the embedding table."""
-
-    def __init__(self, size: int, dtype: ir.DataType):
-        super().__init__()
-        self.bias = nn.Parameter([size], dtype)
-
-    def forward(self, op, logits):
-        return op.Add(logits, self.bias)
-
-
-class GPTJLM(nn.Module):
+class GPTJLM(DecoderLM):
     """`transformer` (the body) and a biased `lm_head` (its weight may be tied to `wte`)."""
 
     body_cls = GPTJBody
-
-    def __init__(self, cfg, dtype: ir.DataType, ep: ExecutionProvider):
-        super().__init__()
-        self.cfg = cfg
-        self.transformer = self.body_cls(cfg, dtype, ep)
-        if cfg.tie_word_embeddings:
-            self.lm_head = TiedHeadBias(cfg.vocab_size, dtype)
-        else:
-            self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, True, dtype, head=True)
-
-    def embedding_table(self):
-        return self.transformer.wte.weight
-
-    def caches(self) -> list[LayerCache]:
-        return layer_caches(self.cfg)
-
-    def fallbacks(self) -> list[str]:
-        return list(self.transformer.kernel.fallbacks)
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        return tied_head_fusions(self.cfg, plan)
-
-    def forward(self, op, inputs: DecoderInputs):
-        hidden, presents = self.transformer(op, inputs)
-        logits = project_logits(op, self, self.cfg, hidden)
-        if self.cfg.tie_word_embeddings:
-            logits = self.lm_head(op, logits)
-        return logits, presents
+    body_name = "transformer"
+    head_bias = True
 
 
 class CodeGenLM(GPTJLM):

@@ -9,9 +9,7 @@ from dataclasses import dataclass
 import onnx_ir as ir
 from onnxscript import nn
 
-from converter.components import Attention, Embedding, LayerNorm, Linear, activation
-from converter.components.cache import LayerCache
-from converter.components.linear import Bias
+from converter.components import Attention, Embedding, Linear, activation, make_norm
 from converter.config import (
     FULL,
     SLIDING,
@@ -23,14 +21,8 @@ from converter.config import (
     parse_local_rope,
     parse_rope,
 )
-from converter.execution_providers import GQA, SKIP_NORM
-from converter.models.decoder import (
-    AttentionKernelChoice,
-    attention_spec,
-    layer_caches,
-    project_logits,
-    tied_head_fusions,
-)
+from converter.execution_providers import SKIP_NORM
+from converter.models.decoder import DecoderBody, DecoderLM, attention_spec
 from converter.registry import Family
 
 
@@ -40,10 +32,6 @@ class ModernBertDecoderConfig(ArchitectureConfig):
     classifier_bias: bool = False
     classifier_activation: str = "gelu"
     decoder_bias: bool = True
-
-
-def _norm(cfg: ModernBertDecoderConfig, dtype: ir.DataType) -> LayerNorm:
-    return LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype, bias=cfg.norm_bias)
 
 
 class ModernBertAttention(Attention):
@@ -66,13 +54,13 @@ class GeGLU(nn.Module):
 
 
 class ModernBertLayer(nn.Module):
-    def __init__(self, cfg: ModernBertDecoderConfig, index: int, dtype: ir.DataType):
+    def __init__(self, cfg: ModernBertDecoderConfig, index: int, dtype: ir.DataType, ep):
         super().__init__()
         self.first = index == 0  # reads the normed embeddings: no norm of its own
         if not self.first:
-            self.attn_norm = _norm(cfg, dtype)
+            self.attn_norm = make_norm(cfg, cfg.hidden_size, dtype)
         self.attn = ModernBertAttention(cfg, dtype, attention_spec(cfg, index))
-        self.mlp_norm = _norm(cfg, dtype)
+        self.mlp_norm = make_norm(cfg, cfg.hidden_size, dtype)
         self.mlp = GeGLU(cfg, dtype)
 
     def expected_fusions(self, plan) -> dict[str, int]:
@@ -90,36 +78,23 @@ class ModernBertEmbeddings(nn.Module):
     def __init__(self, cfg: ModernBertDecoderConfig, dtype: ir.DataType):
         super().__init__()
         self.tok_embeddings = Embedding(cfg.vocab_size, cfg.hidden_size, dtype)
-        self.norm = _norm(cfg, dtype)
+        self.norm = make_norm(cfg, cfg.hidden_size, dtype)
+
+    @property
+    def weight(self):
+        """The token table, which a tied head reads."""
+        return self.tok_embeddings.weight
 
     def forward(self, op, tokens, embedded: bool):
         return self.norm(op, self.tok_embeddings(op, tokens, embedded))
 
 
-class ModernBertBody(nn.Module):
-    def __init__(self, cfg: ModernBertDecoderConfig, dtype: ir.DataType, ep):
-        super().__init__()
-        self.kernel = AttentionKernelChoice(cfg, ep, dtype)
-        self.embeddings = ModernBertEmbeddings(cfg, dtype)
-        self.layers = nn.ModuleList(
-            [ModernBertLayer(cfg, i, dtype) for i in range(cfg.num_hidden_layers)]
-        )
-        self.final_norm = _norm(cfg, dtype)
+class ModernBertBody(DecoderBody):
+    layer_cls = ModernBertLayer
+    embedding_name, final_norm_name = "embeddings", "final_norm"
 
-    def expected_fusions(self, plan) -> dict[str, int]:
-        counts = {"skip_norms": 1} if plan.has(SKIP_NORM) else {}  # final_norm
-        if plan.has(GQA):
-            counts[GQA] = len(self.layers) if self.kernel.gqa else 0
-        return counts
-
-    def forward(self, op, inputs):
-        x = self.embeddings(op, inputs.tokens, inputs.embedded)
-        kernel = self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
-        presents = []
-        for layer, (past_key, past_value) in zip(self.layers, inputs.past, strict=True):
-            x, key, value = layer(op, x, kernel, past_key, past_value)
-            presents.append((key, value))
-        return self.final_norm(op, x), presents
+    def make_embedding(self, cfg: ModernBertDecoderConfig, dtype: ir.DataType):
+        return ModernBertEmbeddings(cfg, dtype)
 
 
 class PredictionHead(nn.Module):
@@ -129,42 +104,28 @@ class PredictionHead(nn.Module):
         super().__init__()
         self.act = cfg.classifier_activation
         self.dense = Linear(cfg.hidden_size, cfg.hidden_size, cfg.classifier_bias, dtype)
-        self.norm = _norm(cfg, dtype)
+        self.norm = make_norm(cfg, cfg.hidden_size, dtype)
 
     def forward(self, op, x):
         return self.norm(op, activation(op, self.act, self.dense(op, x)))
 
 
-class ModernBertDecoderLM(nn.Module):
+class ModernBertDecoderLM(DecoderLM):
+    """The body, then `lm_head` (dense, activation, norm) before the `decoder` projection."""
+
+    body_cls = ModernBertBody
+    head_name = "decoder"
+
     def __init__(self, cfg: ModernBertDecoderConfig, dtype: ir.DataType, ep):
-        super().__init__()
-        self.cfg = cfg
-        self.model = ModernBertBody(cfg, dtype, ep)
+        super().__init__(cfg, dtype, ep)
         self.lm_head = PredictionHead(cfg, dtype)
-        if not cfg.tie_word_embeddings:
-            self.decoder = Linear(cfg.hidden_size, cfg.vocab_size, cfg.decoder_bias, dtype, True)
-        elif cfg.decoder_bias:
-            self.decoder = Bias(cfg.vocab_size, dtype)
 
-    def embedding_table(self):
-        return self.model.embeddings.tok_embeddings.weight
+    @property
+    def head_bias(self) -> bool:
+        return self.cfg.decoder_bias
 
-    def caches(self) -> list[LayerCache]:
-        return layer_caches(self.cfg)
-
-    def fallbacks(self) -> list[str]:
-        return list(self.model.kernel.fallbacks)
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        return tied_head_fusions(self.cfg, plan)
-
-    def forward(self, op, inputs):
-        hidden, presents = self.model(op, inputs)
-        decoder = getattr(self, "decoder", None)
-        logits = project_logits(op, self, self.cfg, self.lm_head(op, hidden), decoder)
-        if self.cfg.tie_word_embeddings and decoder is not None:
-            logits = decoder(op, logits)
-        return logits, presents
+    def logits(self, op, hidden):
+        return super().logits(op, self.lm_head(op, hidden))
 
 
 class ModernBertDecoderRules(MultiHeadRules):

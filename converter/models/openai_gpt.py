@@ -4,28 +4,15 @@ and no final norm; `tokens_embed` + `positions_embed`."""
 from __future__ import annotations
 
 import onnx_ir as ir
-from onnxscript import nn
 
-from converter.components import Embedding, LayerNorm
-from converter.components.positions import LearnedPositions
 from converter.config import ArchitectureConfig, ConfigReader, MultiHeadRules
 from converter.errors import ConfigError
-from converter.execution_providers import SKIP_NORM
-from converter.models.gpt2 import GPT2MLP, GPT2Attention
-from converter.models.positional import PositionalBody, PositionalLM
+from converter.models.gpt2 import GPT2LM, GPT2Block, GPT2Body
 from converter.registry import Family
 
 
-class OpenAIGPTBlock(nn.Module):
-    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType):
-        super().__init__()
-        self.attn = GPT2Attention(cfg, index, dtype)
-        self.ln_1 = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
-        self.mlp = GPT2MLP(cfg, dtype)
-        self.ln_2 = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        return {"skip_norms": 2} if plan.has(SKIP_NORM) else {}  # both norms read a sum
+class OpenAIGPTBlock(GPT2Block):
+    """GPT-2's block with its norms after each residual sum (both read a sum)."""
 
     def forward(self, op, x, kernel, past_key, past_value):
         a, key, value = self.attn(op, x, kernel, past_key, past_value)
@@ -33,29 +20,15 @@ class OpenAIGPTBlock(nn.Module):
         return self.ln_2(op, op.Add(x, self.mlp(op, x))), key, value
 
 
-class OpenAIGPTBody(PositionalBody):
-    final_norms = 0
+class OpenAIGPTBody(GPT2Body):
+    layer_cls = OpenAIGPTBlock
+    embedding_name, positions_name = "tokens_embed", "positions_embed"
 
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep):
-        super().__init__(cfg, dtype, ep)
-        self.tokens_embed = Embedding(cfg.vocab_size, cfg.hidden_size, dtype)
-        self.positions_embed = LearnedPositions(cfg.max_position_embeddings, cfg.hidden_size, dtype)
-        self.h = nn.ModuleList(
-            [OpenAIGPTBlock(cfg, i, dtype) for i in range(cfg.num_hidden_layers)]
-        )
-
-    def token_table(self):
-        return self.tokens_embed.weight
-
-    def blocks(self):
-        return self.h
-
-    def embed(self, op, inputs):
-        x = self.tokens_embed(op, inputs.tokens, inputs.embedded)
-        return op.Add(x, self.positions_embed(op, inputs.position_ids))
+    def make_final_norm(self, cfg: ArchitectureConfig, dtype: ir.DataType) -> None:
+        return None  # the last block's ln_2 is the last norm
 
 
-class OpenAIGPTLM(PositionalLM):
+class OpenAIGPTLM(GPT2LM):
     body_cls = OpenAIGPTBody
 
 

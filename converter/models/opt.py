@@ -13,9 +13,10 @@ from converter.components import Attention, Embedding, LayerNorm, Linear, activa
 from converter.components.positions import LearnedPositions
 from converter.config import ArchitectureConfig, ConfigReader, MultiHeadRules, extend
 from converter.execution_providers import SKIP_NORM
-from converter.models.decoder import attention_spec
-from converter.models.positional import PositionalBody, PositionalLM
+from converter.models.decoder import DecoderLM, attention_spec
+from converter.models.positional import PositionalBody
 from converter.registry import Family
+from converter.tasks.text_generation import DecoderInputs
 
 # fairseq's learned positions skip two rows (its padding index + 1)
 FAIRSEQ_POSITION_OFFSET = 2
@@ -36,7 +37,7 @@ class FairseqLayer(nn.Module):
     then `fc1`/`fc2` and `final_layer_norm`, norms before each block ("pre") or after each
     residual sum ("post_residual")."""
 
-    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType):
+    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType, ep):
         super().__init__()
         hidden, inner, eps = cfg.hidden_size, cfg.intermediate_size, cfg.norm_eps
         self.self_attn = FairseqAttention(cfg, dtype, attention_spec(cfg, index))
@@ -65,60 +66,73 @@ class FairseqLayer(nn.Module):
         return self.final_layer_norm(op, op.Add(x, self._mlp(op, x))), key, value
 
 
-class OPTDecoder(PositionalBody):
+class FairseqBody(PositionalBody):
+    """fairseq's decoder (OPT, BioGPT, XGLM): `embed_tokens` plus `embed_positions` (learned,
+    offset by 2, unless a family makes others) and fairseq `layers`."""
+
+    layer_cls = FairseqLayer
+
+    def make_positions(self, cfg: ArchitectureConfig, dtype: ir.DataType) -> nn.Module:
+        hidden = cfg.hidden_size
+        return LearnedPositions(cfg.max_position_embeddings, hidden, dtype, FAIRSEQ_POSITION_OFFSET)
+
+
+class OPTDecoder(FairseqBody):
+    """Word embeddings `word_embed_proj_dim` wide, projected in and out when that is not the
+    layers' width; `final_layer_norm` only where the config keeps it."""
+
+    final_norm_name = "final_layer_norm"
+
     def __init__(self, cfg: OPTConfig, dtype: ir.DataType, ep):
         super().__init__(cfg, dtype, ep)
         hidden, width = cfg.hidden_size, cfg.word_embed_proj_dim
-        self.embed_tokens = Embedding(cfg.vocab_size, width, dtype)
-        self.embed_positions = LearnedPositions(
-            cfg.max_position_embeddings, hidden, dtype, FAIRSEQ_POSITION_OFFSET
-        )
-        if width != hidden:
-            self.project_in = Linear(width, hidden, False, dtype)
-            self.project_out = Linear(hidden, width, False, dtype)
-        self.layers = nn.ModuleList(
-            [FairseqLayer(cfg, i, dtype) for i in range(cfg.num_hidden_layers)]
-        )
-        self.final_norms = int(cfg.final_norm)
-        if self.final_norms:
-            self.final_layer_norm = LayerNorm(hidden, cfg.norm_eps, dtype)
-        self.head_width = width
+        projected = width != hidden
+        self.project_in = Linear(width, hidden, False, dtype) if projected else None
+        self.project_out = Linear(hidden, width, False, dtype) if projected else None
 
-    def token_table(self):
-        return self.embed_tokens.weight
+    def make_embedding(self, cfg: OPTConfig, dtype: ir.DataType) -> Embedding:
+        return Embedding(cfg.vocab_size, cfg.word_embed_proj_dim, dtype)
 
-    def blocks(self):
-        return self.layers
+    def make_final_norm(self, cfg: OPTConfig, dtype: ir.DataType) -> nn.Module | None:
+        return super().make_final_norm(cfg, dtype) if cfg.final_norm else None
 
-    def embed(self, op, inputs):
-        x = self.embed_tokens(op, inputs.tokens, inputs.embedded)
-        if hasattr(self, "project_in"):
+    def embed(self, op, inputs: DecoderInputs):
+        x = self.embedding(op, inputs.tokens, inputs.embedded)
+        if self.project_in is not None:
             x = self.project_in(op, x)
         return op.Add(x, self.embed_positions(op, inputs.position_ids))
 
-    def finish(self, op, x):
-        if self.final_norms:
-            x = self.final_layer_norm(op, x)
-        return self.project_out(op, x) if hasattr(self, "project_out") else x
+    def forward(self, op, inputs: DecoderInputs):
+        hidden, presents = super().forward(op, inputs)
+        if self.project_out is not None:
+            hidden = self.project_out(op, hidden)
+        return hidden, presents
 
 
 class OPTModel(nn.Module):
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep):
+    """`model`, whose `decoder` is the body."""
+
+    def __init__(self, cfg: OPTConfig, dtype: ir.DataType, ep):
         super().__init__()
         self.decoder = OPTDecoder(cfg, dtype, ep)
         self.kernel = self.decoder.kernel
-        self.head_width = self.decoder.head_width
 
-    def token_table(self):
-        return self.decoder.token_table()
+    @property
+    def embedding(self) -> Embedding:
+        return self.decoder.embedding
 
-    def forward(self, op, inputs):
+    def forward(self, op, inputs: DecoderInputs):
         return self.decoder(op, inputs)
 
 
-class OPTLM(PositionalLM):
+class OPTLM(DecoderLM):
     body_cls = OPTModel
-    body_name = "model"
+
+    def make_head(self, cfg: OPTConfig, dtype: ir.DataType) -> Linear | None:
+        """A head as wide as the word embeddings, unless tied to them."""
+        if cfg.tie_word_embeddings:
+            return None
+        return Linear(cfg.word_embed_proj_dim, cfg.vocab_size, False, dtype, head=True)
 
 
 class OPTRules(MultiHeadRules):

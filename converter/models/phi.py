@@ -29,7 +29,7 @@ class PhiBody(DecoderBody):
 
 class PhiLM(DecoderLM):
     body_cls = PhiBody
-    lm_head_bias = True
+    head_bias = True
 
 
 class PhiRules(ConfigRules):

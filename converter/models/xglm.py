@@ -8,14 +8,12 @@ import math
 
 import numpy as np
 import onnx_ir as ir
-from onnxscript import nn
 
-from converter.components import Embedding, LayerNorm
 from converter.components.positions import SinusoidalPositions
 from converter.config import ArchitectureConfig, ConfigReader, MultiHeadRules
 from converter.errors import ConfigError
-from converter.models.opt import FAIRSEQ_POSITION_OFFSET, FairseqLayer
-from converter.models.positional import PositionalBody, PositionalLM
+from converter.models.decoder import DecoderLM
+from converter.models.opt import FAIRSEQ_POSITION_OFFSET, FairseqBody
 from converter.registry import Family
 
 
@@ -28,36 +26,16 @@ def fairseq_frequencies(dim: int) -> np.ndarray:
     return np.exp(np.arange(half, dtype=np.float32) * step)
 
 
-class XGLMBody(PositionalBody):
-    def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep):
-        super().__init__(cfg, dtype, ep)
-        hidden = cfg.hidden_size
-        self.embed_tokens = Embedding(cfg.vocab_size, hidden, dtype, scale=cfg.embedding_multiplier)
-        self.embed_positions = SinusoidalPositions(
-            fairseq_frequencies(hidden), dtype, FAIRSEQ_POSITION_OFFSET, cfg.pad_token_id
-        )
-        self.layers = nn.ModuleList(
-            [FairseqLayer(cfg, i, dtype) for i in range(cfg.num_hidden_layers)]
-        )
-        self.layer_norm = LayerNorm(hidden, cfg.norm_eps, dtype)
+class XGLMBody(FairseqBody):
+    final_norm_name = "layer_norm"
 
-    def token_table(self):
-        return self.embed_tokens.weight
-
-    def blocks(self):
-        return self.layers
-
-    def embed(self, op, inputs):
-        x = self.embed_tokens(op, inputs.tokens, inputs.embedded)
-        return op.Add(x, self.embed_positions(op, inputs.position_ids))
-
-    def finish(self, op, x):
-        return self.layer_norm(op, x)
+    def make_positions(self, cfg: ArchitectureConfig, dtype: ir.DataType) -> SinusoidalPositions:
+        frequencies = fairseq_frequencies(cfg.hidden_size)
+        return SinusoidalPositions(frequencies, dtype, FAIRSEQ_POSITION_OFFSET, cfg.pad_token_id)
 
 
-class XGLMLM(PositionalLM):
+class XGLMLM(DecoderLM):
     body_cls = XGLMBody
-    body_name = "model"
 
 
 class XGLMRules(MultiHeadRules):
