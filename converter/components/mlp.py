@@ -68,13 +68,14 @@ class PlainMLP(_Activated):
 
 
 class UpDownMLP(PlainMLP):
-    """down_proj(act(up_proj(x))): the ungated MLP of Nemotron, Arcee, Apertus and MPT."""
+    """down_proj(act(up_proj(x))): the ungated MLP of Nemotron, Arcee, Apertus, Jais 2 and MPT."""
 
     in_name, out_name = "up_proj", "down_proj"
 
 
 class FcProjMLP(PlainMLP):
-    """c_proj(act(c_fc(x))): GPT-2's names on torch Linear weights (GPT-Neo, GPT-BigCode)."""
+    """c_proj(act(c_fc(x))): GPT-2's names on torch Linear weights (GPT-Neo, GPT-BigCode,
+    StarCoder2)."""
 
     in_name, out_name = "c_fc", "c_proj"
 

@@ -5,36 +5,17 @@ Apertus 1.5 may prune its LM head to the text ids (`output_vocab_size`)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
-import onnx_ir as ir
-from onnxscript import nn
-
-from converter.components import Attention, UpDownMLP, make_norm
+from converter.components import UpDownMLP
 from converter.config import ArchitectureConfig, ConfigReader, ConfigRules
-from converter.execution_providers import PACKED_QKV, SKIP_NORM
-from converter.models.decoder import DecoderBody, DecoderLM, attention_spec
+from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.registry import Family
 
 
-class ApertusLayer(nn.Module):
-    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType, ep):
-        super().__init__()
-        self.index = index
-        self.attention_layernorm = make_norm(cfg, cfg.hidden_size, dtype)
-        spec = attention_spec(cfg, index)
-        self.self_attn = Attention(cfg, dtype, spec, packed=ep.has(PACKED_QKV))
-        self.feedforward_layernorm = make_norm(cfg, cfg.hidden_size, dtype)
-        self.mlp = UpDownMLP(cfg, dtype)
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        # both norms read a residual sum, but the first layer's attention norm (the embeddings)
-        return {"skip_norms": 1 + int(self.index > 0)} if plan.has(SKIP_NORM) else {}
-
-    def forward(self, op, x, kernel, past_key, past_value):
-        h = self.attention_layernorm(op, x)
-        a, key, value = self.self_attn(op, h, kernel, past_key, past_value)
-        x = op.Add(x, a)
-        return op.Add(x, self.mlp(op, self.feedforward_layernorm(op, x))), key, value
+class ApertusLayer(DecoderLayer):
+    mlp_cls = UpDownMLP
+    layout_norms: ClassVar = {"pre": ("attention_layernorm", "feedforward_layernorm")}
 
 
 class ApertusBody(DecoderBody):

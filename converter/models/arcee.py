@@ -1,4 +1,5 @@
-"""Arcee (AFM): Llama with an ungated up/down MLP, ReLU² by default."""
+"""Arcee (AFM): Llama with an ungated up/down MLP, ReLU² by default. Nemotron and Jais 2 are
+this model with their own norms (rules)."""
 
 from converter.components import UpDownMLP
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM

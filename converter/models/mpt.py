@@ -3,14 +3,12 @@ clamped), no biases anywhere; attention settings nested in `attn_config`."""
 
 from __future__ import annotations
 
-import onnx_ir as ir
-from onnxscript import nn
+from typing import ClassVar
 
-from converter.components import Attention, UpDownMLP, make_norm
+from converter.components import Attention, UpDownMLP
 from converter.config import ArchitectureConfig, ConfigReader, ConfigRules
 from converter.config.alibi import Alibi, mpt_slopes
-from converter.execution_providers import PACKED_QKV, SKIP_NORM
-from converter.models.decoder import DecoderBody, DecoderLM, attention_spec
+from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.registry import Family
 
 _BIAS_MAX = 8
@@ -30,22 +28,10 @@ class MptAttention(Attention):
     qkv_proj_name, out_proj_name = "Wqkv", "out_proj"
 
 
-class MptBlock(nn.Module):
-    def __init__(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType, ep):
-        super().__init__()
-        self.index = index
-        self.norm_1 = make_norm(cfg, cfg.hidden_size, dtype)
-        self.attn = MptAttention(cfg, dtype, attention_spec(cfg, index), ep.has(PACKED_QKV))
-        self.norm_2 = make_norm(cfg, cfg.hidden_size, dtype)
-        self.ffn = UpDownMLP(cfg, dtype)
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        return {"skip_norms": 1 + int(self.index > 0)} if plan.has(SKIP_NORM) else {}
-
-    def forward(self, op, x, kernel, past_key, past_value):
-        a, key, value = self.attn(op, self.norm_1(op, x), kernel, past_key, past_value)
-        x = op.Add(x, a)
-        return op.Add(x, self.ffn(op, self.norm_2(op, x))), key, value
+class MptBlock(DecoderLayer):
+    attention_cls, mlp_cls = MptAttention, UpDownMLP
+    attention_name, mlp_name = "attn", "ffn"
+    layout_norms: ClassVar = {"pre": ("norm_1", "norm_2")}
 
 
 class MptBody(DecoderBody):

@@ -27,9 +27,8 @@ class NanoChatLayer(DecoderLayer):
 class NanoChatBody(DecoderBody):
     layer_cls = NanoChatLayer
 
-    def __init__(self, cfg, dtype, ep):
-        super().__init__(cfg, dtype, ep)
-        self.embed_tokens = NormedEmbedding(cfg, dtype)
+    def make_embedding(self, cfg, dtype) -> NormedEmbedding:
+        return NormedEmbedding(cfg, dtype)
 
 
 class NanoChatLM(DecoderLM):

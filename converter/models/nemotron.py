@@ -1,22 +1,9 @@
-"""Nemotron: LayerNorm whose scale is stored as w - 1, a plain (ungated) squared-ReLU MLP of
-`up_proj` and `down_proj`, partial rotary."""
+"""Nemotron: Arcee's model (Llama with a plain squared-ReLU MLP of `up_proj` and `down_proj`)
+with LayerNorm whose scale is stored as w - 1, and partial rotary."""
 
-from converter.components import UpDownMLP
 from converter.config import ArchitectureConfig, ConfigReader, ConfigRules
-from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
+from converter.models.arcee import ArceeLM
 from converter.registry import Family
-
-
-class NemotronLayer(DecoderLayer):
-    mlp_cls = UpDownMLP
-
-
-class NemotronBody(DecoderBody):
-    layer_cls = NemotronLayer
-
-
-class NemotronLM(DecoderLM):
-    body_cls = NemotronBody
 
 
 class NemotronRules(ConfigRules):
@@ -28,7 +15,7 @@ class NemotronRules(ConfigRules):
 FAMILIES = [
     Family(
         "nemotron",
-        NemotronLM,
+        ArceeLM,
         "LayerNorm with (1+w) scale, plain squared-ReLU MLP, partial rotary",
         ("nvidia/Minitron-4B-Base",),
         rules=NemotronRules(norm_type="layer", norm_offset=1.0),

@@ -3,18 +3,14 @@ projection, and Mistral's sliding window on every layer."""
 
 import dataclasses
 
-from converter.components import PlainMLP
+from converter.components import FcProjMLP
 from converter.config import ArchitectureConfig, ConfigReader, ConfigRules
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.registry import Family
 
 
-class Starcoder2MLP(PlainMLP):
-    in_name, out_name = "c_fc", "c_proj"
-
-
 class Starcoder2Layer(DecoderLayer):
-    mlp_cls = Starcoder2MLP
+    mlp_cls = FcProjMLP
 
 
 class Starcoder2Body(DecoderBody):
