@@ -15,7 +15,7 @@ from onnxscript import nn
 
 from converter.components.linear import Linear, PackedLinear
 from converter.components.masks import alibi_bias, attention_masks
-from converter.components.norms import make_norm
+from converter.components.norms import make_norm, per_head
 from converter.components.rotary import rotary_cos_sin
 from converter.config.alibi import Alibi
 from converter.config.rope import Rope
@@ -81,8 +81,7 @@ class Attention(nn.Module):
     def _norm(self, op, norm, x):
         if self.qk_norm == "full":
             return norm(op, x)
-        per_head = norm(op, op.Reshape(x, [0, 0, -1, self.spec.head_dim]))
-        return op.Reshape(per_head, [0, 0, -1])
+        return per_head(op, norm, x, self.spec.head_dim)
 
     def forward(self, op, x, kernel, past_key, past_value):
         q, k, v = self._project(op, x)

@@ -84,6 +84,11 @@ class HeadwiseLayerNorm(nn.Module):
         return op.Mul(normed, self.scale(op))
 
 
+def per_head(op, norm, x, head_dim: int):
+    """`norm` over each `head_dim`-wide head of x [batch, sequence, heads * head_dim]."""
+    return op.Reshape(norm(op, op.Reshape(x, [0, 0, -1, head_dim])), [0, 0, -1])
+
+
 def make_norm(cfg, size: int, dtype: ir.DataType) -> RMSNorm | LayerNorm:
     """The norm a family uses, sized `size`."""
     if cfg.norm_type == "layer":

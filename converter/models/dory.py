@@ -17,6 +17,7 @@ from onnxscript import nn
 
 from converter.components import Embedding, Linear, RMSNorm, activation
 from converter.components.cache import kv_cache
+from converter.components.norms import per_head
 from converter.config import (
     FULL,
     SLIDING,
@@ -83,13 +84,10 @@ class DoryAttention(nn.Module):
         self.sqk_scale = d**0.5 / cfg.initializer_range
         self.s_gate_scale = hidden**0.25 / cfg.initializer_range
 
-    def _per_head(self, op, norm, x):
-        return op.Reshape(norm(op, op.Reshape(x, [0, 0, -1, self.spec.head_dim])), [0, 0, -1])
-
     def forward(self, op, x, kernel, past_key, past_value):
         spec = self.spec
-        q = self._per_head(op, self.q_norm, self.q_proj(op, x))
-        k = self._per_head(op, self.k_norm, self.k_proj(op, x))
+        q = per_head(op, self.q_norm, self.q_proj(op, x), spec.head_dim)
+        k = per_head(op, self.k_norm, self.k_proj(op, x), spec.head_dim)
         q, k = (
             kernel.rotate(op, q, spec.heads, self.rope),
             kernel.rotate(op, k, spec.kv_heads, self.rope),

@@ -17,6 +17,7 @@ from onnxscript import nn
 
 from converter.components import Embedding, Linear, RMSNorm, activation, make_norm
 from converter.components.cache import kv_cache
+from converter.components.norms import per_head
 from converter.config import (
     FULL,
     SLIDING,
@@ -78,16 +79,13 @@ class Gemma3nAttention(nn.Module):
             self.v_norm = RMSNorm(d, cfg.norm_eps, dtype, affine=False)
         self.o_proj = Linear(cfg.num_attention_heads * d, hidden, cfg.o_bias, dtype)
 
-    def _per_head(self, op, norm, x):
-        return op.Reshape(norm(op, op.Reshape(x, [0, 0, -1, self.spec.head_dim])), [0, 0, -1])
-
     def forward(self, op, x, kernel, key, value):
         """`key`, `value`: this layer's past, or (shared) the whole keys and values it reuses."""
         spec = self.spec
-        q = self._per_head(op, self.q_norm, self.q_proj(op, x))
+        q = per_head(op, self.q_norm, self.q_proj(op, x), spec.head_dim)
         if not self.shared:
-            k = self._per_head(op, self.k_norm, self.k_proj(op, x))
-            v = self._per_head(op, self.v_norm, self.v_proj(op, x))
+            k = per_head(op, self.k_norm, self.k_proj(op, x), spec.head_dim)
+            v = per_head(op, self.v_norm, self.v_proj(op, x), spec.head_dim)
             y, key, value = kernel(op, q, k, v, key, value, spec)
             return self.o_proj(op, y), key, value
         q = kernel.rotate(op, q, spec.heads, spec.rope)

@@ -16,6 +16,7 @@ from onnxscript import nn
 from converter.components import Embedding, GatedMLP, Linear, RMSNorm, activation
 from converter.components.cache import LayerCache
 from converter.components.linear import PackedLinear
+from converter.components.norms import per_head
 from converter.config import (
     FULL,
     SLIDING,
@@ -183,17 +184,15 @@ class Gemma4Attention(nn.Module):
         self.q_norm = RMSNorm(d, cfg.norm_eps, dtype)
         self.o_proj = Linear(spec.heads * d, hidden, cfg.o_bias, dtype)
 
-    def _per_head(self, op, norm, x):
-        return op.Reshape(norm(op, op.Reshape(x, [0, 0, -1, self.spec.head_dim])), [0, 0, -1])
-
     def forward(self, op, x, kernel, past_key, past_value, shared=None):
         """Also returns what the kernel attended (k, v and their past), for the layers that
         reuse them: the same k, v and past give those layers the same keys and values."""
+        d = self.spec.head_dim
         q, *kv = self.qkv(op, x)
-        q = self._per_head(op, self.q_norm, q)
+        q = per_head(op, self.q_norm, q, d)
         if shared is None:
-            key = self._per_head(op, self.k_norm, kv[0])
-            value = self._per_head(op, self.v_norm, kv[-1])  # k itself when keys are values
+            key = per_head(op, self.k_norm, kv[0], d)
+            value = per_head(op, self.v_norm, kv[-1], d)  # k itself when keys are values
             shared = (key, value, past_key, past_value)
         y, present_key, present_value = kernel(op, q, *shared, self.spec)
         return self.o_proj(op, y), present_key, present_value, shared
