@@ -16,3 +16,15 @@ COMMON = {
 
 # families whose attention has a key/value head per query head (no num_key_value_heads)
 MULTI_HEAD = {k: v for k, v in COMMON.items() if k != "num_key_value_heads"}
+
+# the same sizes under GPT-2's config keys (GPT-2, OpenAI GPT, CTRL, GPT-BigCode, GPT-J)
+GPT2_KEYS = {
+    "vocab_size": COMMON["vocab_size"],
+    "n_embd": COMMON["hidden_size"],
+    "n_head": COMMON["num_attention_heads"],
+    "n_layer": COMMON["num_hidden_layers"],
+    "n_positions": COMMON["max_position_embeddings"],
+    "initializer_range": COMMON["initializer_range"],
+    "bos_token_id": COMMON["bos_token_id"],
+    "eos_token_id": COMMON["eos_token_id"],
+}

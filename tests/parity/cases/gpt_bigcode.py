@@ -1,16 +1,8 @@
 """Parity cases of converter/models/gpt_bigcode.py: tiny random configs, one per twist."""
 
-_BIGCODE = {
-    "vocab_size": 128,
-    "n_embd": 64,
-    "n_inner": 96,
-    "n_layer": 2,
-    "n_head": 4,
-    "n_positions": 64,
-    "initializer_range": 0.1,
-    "bos_token_id": 1,
-    "eos_token_id": 2,
-}
+from tests.parity.common import COMMON, GPT2_KEYS
+
+_BIGCODE = {**GPT2_KEYS, "n_inner": COMMON["intermediate_size"]}
 
 CASES = {
     "gpt_bigcode": _BIGCODE,  # multi-query: one key/value head
