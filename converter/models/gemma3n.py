@@ -16,7 +16,6 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import Embedding, Linear, RMSNorm, activation, make_norm
-from converter.components.cache import kv_cache
 from converter.components.norms import per_head
 from converter.config import (
     FULL,
@@ -27,7 +26,8 @@ from converter.config import (
     parse_local_rope,
 )
 from converter.execution_providers import SKIP_NORM
-from converter.models.decoder import AttentionKernelChoice, DecoderLM, attention_spec
+from converter.models.decoder import AttentionKernelChoice, attention_spec
+from converter.models.gemma4 import Gemma4LM, kv_sources
 from converter.registry import Family
 from converter.tasks.text_generation import DecoderInputs
 
@@ -38,7 +38,7 @@ _MIN_MAGNITUDE = 1e-5
 class Gemma3nConfig(ArchitectureConfig):
     layer_intermediate: tuple[int, ...] = ()
     sparsity: tuple[float, ...] = ()  # activation_sparsity_pattern, per layer
-    kv_source: tuple[int, ...] = ()  # the layer whose keys and values each layer attends to
+    kv_sources: tuple[int | None, ...] = ()  # the layer whose keys/values each attends (None: own)
     per_layer_vocab: int = 0
     per_layer_size: int = 0
     streams: int = 1  # altup_num_inputs
@@ -69,7 +69,7 @@ class Gemma3nAttention(nn.Module):
         super().__init__()
         self.spec = attention_spec(cfg, index)
         d, hidden = cfg.head_dim, cfg.hidden_size
-        self.shared = cfg.kv_source[index] != index
+        self.shared = cfg.kv_sources[index] is not None
         self.q_proj = Linear(hidden, cfg.num_attention_heads * d, cfg.qkv_bias, dtype)
         self.q_norm = make_norm(cfg, d, dtype)
         if not self.shared:
@@ -266,11 +266,11 @@ class Gemma3nBody(nn.Module):
         kernel = self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
         past, kv, presents = iter(inputs.past), {}, []
         for i, layer in enumerate(self.layers):
-            source = self.cfg.kv_source[i]
-            key, value = kv[source] if source != i else next(past)
+            source = self.cfg.kv_sources[i]
+            key, value = next(past) if source is None else kv[source]
             layer_input = op.Gather(per_layer, i, axis=2)
             streams, key, value = layer(op, streams, layer_input, kernel, key, value)
-            if source == i:
+            if source is None:
                 kv[i] = key, value
                 presents.append((key, value))
         first = _stream(op, streams, 0)
@@ -283,16 +283,10 @@ class Gemma3nBody(nn.Module):
         return self.norm(op, op.ReduceMean(stacked, [0], keepdims=0)), presents
 
 
-class Gemma3nLM(DecoderLM):
-    body_cls = Gemma3nBody
+class Gemma3nLM(Gemma4LM):
+    """Gemma 4's LM (its later layers keep no cache) over the AltUp body."""
 
-    def caches(self):
-        cfg = self.cfg
-        return [
-            kv_cache(cfg.num_key_value_heads, cfg.head_dim, cfg.window_of(i))
-            for i in range(cfg.num_hidden_layers)
-            if cfg.kv_source[i] == i
-        ]
+    body_cls = Gemma3nBody
 
 
 class Gemma3nRules(ConfigRules):
@@ -327,7 +321,7 @@ class Gemma3nRules(ConfigRules):
             **vars(cfg),
             layer_intermediate=tuple(sizes),
             sparsity=tuple(float(s) for s in sparsity),
-            kv_source=self._kv_sources(r, cfg),
+            kv_sources=kv_sources(r, cfg.layer_types, shared_default=15),
             per_layer_vocab=r.int("vocab_size_per_layer_input", default=262_144),
             per_layer_size=r.int("hidden_size_per_layer_input", default=256),
             streams=streams,
@@ -335,16 +329,6 @@ class Gemma3nRules(ConfigRules):
             correct_scale=r.bool("altup_correct_scale", default=True),
             laurel_rank=r.int("laurel_rank", default=64),
         )
-
-    def _kv_sources(self, r: ConfigReader, cfg: ArchitectureConfig) -> tuple[int, ...]:
-        """Each layer's own index, or for the last `num_kv_shared_layers` the last earlier
-        layer of the same type."""
-        layers, types = cfg.num_hidden_layers, cfg.layer_types
-        first_shared = layers - r.int("num_kv_shared_layers", default=15, lo=0, hi=layers)
-        if first_shared < layers and set(types[:first_shared]) != set(types):
-            r.refuse("num_kv_shared_layers", "every layer type needs an earlier layer to share")
-        last_of = {kind: j for j, kind in enumerate(types[:first_shared])}
-        return tuple(i if i < first_shared else last_of[types[i]] for i in range(layers))
 
 
 FAMILIES = [

@@ -101,7 +101,7 @@ class Gemma4Rules(ConfigRules):
                 "local_rope": ropes.get(SLIDING),
                 "layer_ropes": tuple(ropes[kind] for kind in cfg.layer_types),
             },
-            kv_sources=_kv_sources(r, cfg.layer_types),
+            kv_sources=kv_sources(r, cfg.layer_types),
             keys_as_values=r.bool("attention_k_eq_v", False),
             per_layer_input_size=ple,
             per_layer_vocab_size=r.int("vocab_size_per_layer_input", hi=MAX_VOCAB) if ple else 0,
@@ -148,11 +148,14 @@ class Gemma4Rules(ConfigRules):
         return rope
 
 
-def _kv_sources(r: ConfigReader, layer_types: tuple[str, ...]) -> tuple[int | None, ...]:
-    """transformers' kv_sharing_modes: from layer L - num_kv_shared_layers on, each layer reuses
-    the keys/values of the last earlier layer of its attention type."""
+def kv_sources(
+    r: ConfigReader, layer_types: tuple[str, ...], shared_default: int = 0
+) -> tuple[int | None, ...]:
+    """transformers' kv_sharing_modes (Gemma 3n's and 4's): from layer L - num_kv_shared_layers
+    on, each layer reuses the keys/values of the last earlier layer of its attention type."""
     layers = len(layer_types)
-    first_shared = layers - r.int("num_kv_shared_layers", default=0, lo=0, hi=layers)
+    shared = r.int("num_kv_shared_layers", default=shared_default, lo=0, hi=layers)
+    first_shared = layers - shared
     sources: list[int | None] = [None] * first_shared
     for i in range(first_shared, layers):
         owners = [j for j in range(first_shared) if layer_types[j] == layer_types[i]]
@@ -298,7 +301,7 @@ class Gemma4LM(DecoderLM):
     body_cls = Gemma4Body
 
     def caches(self) -> list[LayerCache]:
-        """Layers that reuse another's keys and values keep no cache."""
+        """Layers that reuse another's keys and values (`kv_sources`) keep no cache."""
         caches = layer_caches(self.cfg)
         return [c for c, source in zip(caches, self.cfg.kv_sources, strict=True) if source is None]
 
