@@ -14,12 +14,8 @@ from converter.registry import Family
 TORCH_LAYER_NORM_EPS = 1e-5
 
 
-class BioGptBody(FairseqBody):
-    final_norm_name = "layer_norm"
-
-
 class BioGptLM(DecoderLM):
-    body_cls = BioGptBody
+    body_cls = FairseqBody
     body_name, head_name = "biogpt", "output_projection"
 
 

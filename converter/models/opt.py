@@ -68,9 +68,10 @@ class FairseqLayer(nn.Module):
 
 class FairseqBody(PositionalBody):
     """fairseq's decoder (OPT, BioGPT, XGLM): `embed_tokens` plus `embed_positions` (learned,
-    offset by 2, unless a family makes others) and fairseq `layers`."""
+    offset by 2, unless a family makes others), fairseq `layers` and `layer_norm`."""
 
     layer_cls = FairseqLayer
+    final_norm_name = "layer_norm"
 
     def make_positions(self, cfg: ArchitectureConfig, dtype: ir.DataType) -> nn.Module:
         hidden = cfg.hidden_size

@@ -27,8 +27,6 @@ def fairseq_frequencies(dim: int) -> np.ndarray:
 
 
 class XGLMBody(FairseqBody):
-    final_norm_name = "layer_norm"
-
     def make_positions(self, cfg: ArchitectureConfig, dtype: ir.DataType) -> SinusoidalPositions:
         frequencies = fairseq_frequencies(cfg.hidden_size)
         return SinusoidalPositions(frequencies, dtype, FAIRSEQ_POSITION_OFFSET, cfg.pad_token_id)
