@@ -13,7 +13,7 @@ import pytest
 import torch
 from onnxscript import GraphBuilder
 
-from converter import ConfigError, build
+from converter import ConfigError, MobiusError, build
 from converter.components.rotary import rotary_cos_sin
 from converter.config import Rope
 from converter.tasks import TextGenerationTask
@@ -126,3 +126,11 @@ def test_3d_positions_need_a_multimodal_rope(tmp_path):
     make_checkpoint("qwen2", tmp_path / "hf")
     with pytest.raises(ConfigError, match="3-D position_ids need a multimodal rope"):
         build(str(tmp_path / "hf"), task=TextGenerationTask(mrope=True), progress=False)
+
+
+@pytest.mark.parametrize("case", ["gemma3n_text", "gemma4_text"])
+def test_per_layer_token_embeddings_need_input_ids(case, tmp_path):
+    make_checkpoint(case, tmp_path / "hf")
+    task = TextGenerationTask(inputs_embeds=True)
+    with pytest.raises(MobiusError, match="per-layer embeddings are looked up by input_ids"):
+        build(str(tmp_path / "hf"), task=task, progress=False)

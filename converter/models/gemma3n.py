@@ -25,6 +25,7 @@ from converter.config import (
     ConfigRules,
     parse_local_rope,
 )
+from converter.errors import MobiusError
 from converter.execution_providers import SKIP_NORM
 from converter.models.decoder import AttentionKernelChoice, attention_spec
 from converter.models.gemma4 import Gemma4LM, kv_sources
@@ -245,19 +246,19 @@ class Gemma3nBody(nn.Module):
 
     def _per_layer_inputs(self, op, inputs: DecoderInputs, x):
         """[batch, sequence, layer, per_layer_size]: the projected embeddings, with the token's
-        own per-layer embeddings (ids outside that table read row 0) when ids are given."""
+        own per-layer embeddings (ids outside that table read row 0)."""
         cfg = self.cfg
         projected = op.Mul(self.per_layer_model_projection(op, x), cfg.hidden_size**-0.5)
         shape = [0, 0, cfg.num_hidden_layers, cfg.per_layer_size]
         projected = self.per_layer_projection_norm(op, op.Reshape(projected, shape))
-        if inputs.embedded:
-            return projected
         ids = inputs.tokens
         in_table = op.And(op.GreaterOrEqual(ids, 0), op.Less(ids, cfg.per_layer_vocab))
         own = self.embed_tokens_per_layer(op, op.Where(in_table, ids, 0))
         return op.Mul(op.Add(projected, op.Reshape(own, shape)), 0.5**0.5)
 
     def forward(self, op, inputs: DecoderInputs):
+        if inputs.embedded:
+            raise MobiusError("Gemma 3n's per-layer embeddings are looked up by input_ids")
         x = self.embed_tokens(op, inputs.tokens, inputs.embedded)
         per_layer = self._per_layer_inputs(op, inputs, x)
         target = _magnitude(op, x)
