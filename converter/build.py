@@ -55,7 +55,20 @@ def build(
     components = task.components(module, cfg, float_type)
     unused = (*family.unused, r"lm_head\.weight") if cfg.tie_word_embeddings else family.unused
     parameters = {id(p): p for c in components for p in c.module.parameters()}
-    bind(parameters.values(), checkpoint, unused=unused, prefix=family.prefix)
+    assemblies = {
+        name: assembly
+        for c in components
+        for m in c.module.modules()
+        if hasattr(m, "assemblies")
+        for name, assembly in m.assemblies().items()
+    }
+    bind(
+        parameters.values(),
+        checkpoint,
+        unused=unused,
+        prefix=family.prefix,
+        assemblies=assemblies,
+    )
     report = LoweringReport()
     for component in components:
         report.merge(lower(component, Plan(provider, quantization), float_type))

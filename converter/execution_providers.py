@@ -18,6 +18,8 @@ MATMUL_NBITS = "MatMulNBits"  # com.microsoft int4 weights
 GATHER_Q4 = "GatherBlockQuantized"  # com.microsoft int4 embedding table
 PACKED_QKV = "packed_qkv"  # one MatMul for q, k and v
 PACKED_GATE_UP = "packed_gate_up"  # one MatMul for gate and up
+MOE = "MoE"  # com.microsoft mixture of experts (routing, experts and weighted sum in one op)
+QMOE = "QMoE"  # com.microsoft MoE over block-wise 4-bit experts
 
 DTYPES = ("f32", "f16", "bf16", "int4")
 
@@ -40,6 +42,8 @@ class ExecutionProvider:
     gqa_window_offset: int | None = None
     gqa_softcap: bool = True  # whether its GQA kernel applies the softcap attribute
     gqa_sinks: bool = False  # whether its GQA kernel is known to read head_sink (attention sinks)
+    moe_dtypes: tuple[str, ...] = ()  # activation dtypes its MoE kernel runs
+    qmoe_dtypes: tuple[str, ...] = ()  # activation dtypes its QMoE kernel runs
 
     def has(self, fusion: str) -> bool:
         return fusion in self.fusions
@@ -74,6 +78,15 @@ class ExecutionProvider:
             return f"{kernel} is not known to read head_sink (attention sinks)"
         return None
 
+    def moe_unsupported_reason(self, activation: str, int4: bool) -> str | None:
+        """Why experts cannot run in this EP's MoE (QMoE for int4) kernel (None: they can)."""
+        kernel, dtypes = (QMOE, self.qmoe_dtypes) if int4 else (MOE, self.moe_dtypes)
+        if not self.has(kernel):
+            return f"{self.name} has no {kernel} kernel"
+        if activation not in dtypes:
+            return f"{self.name}'s {kernel} kernel has no {activation} version"
+        return None
+
     def gqa_rotary_unsupported_reason(self, head_dim: int, rotary_dims: list[int]) -> str | None:
         """Why GroupQueryAttention cannot rotate q and k itself here (None: it can)."""
         if not self.has(ROTARY_IN_GQA):
@@ -100,7 +113,7 @@ class ExecutionProvider:
 
 
 _FUSED = frozenset(
-    {GQA, ROTARY_IN_GQA, SKIP_NORM, MATMUL_NBITS, GATHER_Q4, PACKED_QKV, PACKED_GATE_UP}
+    {GQA, ROTARY_IN_GQA, SKIP_NORM, MATMUL_NBITS, GATHER_Q4, PACKED_QKV, PACKED_GATE_UP, MOE, QMOE}
 )
 
 EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
@@ -121,6 +134,10 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             # (gqa_attention_base.h starts the window at causal length - local_window_size)
             gqa_window_offset=0,
             gqa_sinks=True,  # measured on 1.32: head_sink joins the softmax as one more logit
+            # measured on 1.32: MoE and QMoE run f32 and f16 (the kernel table lists MoE
+            # for float only)
+            moe_dtypes=("f32", "f16"),
+            qmoe_dtypes=("f32", "f16"),
         ),
         ExecutionProvider(
             "cuda",
@@ -133,6 +150,8 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             # group_query_attention_impl.cu hands flash attention local_window_size - 1 as its
             # left window, which counts keys besides the query itself
             gqa_window_offset=0,
+            moe_dtypes=("f32", "f16", "bf16"),
+            qmoe_dtypes=("f16", "bf16"),
         ),
         ExecutionProvider(
             "dml",
@@ -142,7 +161,7 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             # (DmlOperatorGroupQueryAttention.cpp) passes q, k, v, past lengths, heads and scale
             # to DirectML's multi-head attention and reads neither cos/sin (do_rotary),
             # local_window_size nor softcap
-            _FUSED - {GATHER_Q4, ROTARY_IN_GQA},
+            _FUSED - {GATHER_Q4, ROTARY_IN_GQA, MOE, QMOE},
             int4_activation="f16",
             gqa_softcap=False,
         ),
@@ -150,11 +169,12 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             "webgpu",
             "WebGpuExecutionProvider",
             ("f32", "f16", "int4"),
-            _FUSED,
+            _FUSED - {MOE},  # kernel table: QMoE only
             int4_activation="f16",
             # attention.cc's InPlaceSoftmax starts the window at causal length -
             # local_window_size (its flash path is skipped while a window applies)
             gqa_window_offset=0,
+            qmoe_dtypes=("f32", "f16"),
         ),
     )
 }

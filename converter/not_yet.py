@@ -239,10 +239,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "mixtral": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "mllama": ("vlm", "a vision-language model: issue 14"),
     "moshi": ("speech", "a speech or audio model: issue 13"),
     "moss_transcribe_diarize": ("speech", "a speech or audio model: issue 13"),
@@ -257,7 +253,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "olmoe": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "phi4_multimodal": ("speech", "a speech or audio model: issue 13"),
     "phimoe": (
@@ -266,10 +261,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "plbart": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "prophetnet": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "qwen2_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "qwen3_5": ("vlm", "a vision-language model: issue 14"),
     "qwen3_5_moe": ("vlm", "a vision-language model: issue 14"),
     "qwen3_5_moe_text": (
@@ -279,10 +270,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "qwen3_5_text": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
-    ),
-    "qwen3_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "qwen3_next": (
         "ssm",

@@ -14,7 +14,7 @@ import math
 import os
 import re
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -240,14 +240,40 @@ def _tensor_ref(path: Path, name: str, entry: object, data_start: int, data_size
     return TensorRef(name, path, dtype, tuple(shape), data_start + offsets[0])
 
 
+@dataclass(frozen=True)
+class Assembly:
+    """A parameter made from several checkpoint tensors when the package is written (experts
+    stacked into one tensor, gate and up rows interleaved). `parts` names each tensor with the
+    shape it must have; `build` gets their arrays, in the checkpoint dtype, in that order."""
+
+    parts: tuple[tuple[str, tuple[int, ...]], ...]
+    build: Callable[[list[np.ndarray]], np.ndarray]
+
+    def then(self, transform: Callable[[np.ndarray], np.ndarray]) -> Assembly:
+        return Assembly(self.parts, lambda arrays: transform(self.build(arrays)))
+
+    @staticmethod
+    def join(combine: Callable[..., np.ndarray], *assemblies: Assembly) -> Assembly:
+        """One parameter from several assemblies' results: `combine(*results)`."""
+        counts = [len(a.parts) for a in assemblies]
+
+        def build(arrays: list[np.ndarray]) -> np.ndarray:
+            bounds = list(itertools.accumulate(counts, initial=0))
+            spans = zip(assemblies, bounds, bounds[1:], strict=False)
+            return combine(*(a.build(arrays[lo:hi]) for a, lo, hi in spans))
+
+        return Assembly(tuple(p for a in assemblies for p in a.parts), build)
+
+
 def bind(
     parameters: Iterable[ir.Value],
     checkpoint: Checkpoint,
     *,
     unused: Iterable[str] = (),
     prefix: str = "",
+    assemblies: Mapping[str, Assembly] | None = None,
 ) -> None:
-    """Attach each parameter's checkpoint tensor, strictly.
+    """Attach each parameter's checkpoint tensor (or its `assemblies` recipe), strictly.
 
     A missing tensor, a shape mismatch or a checkpoint tensor that nothing uses
     (except the `unused` patterns a family declares) is an error naming it.
@@ -255,23 +281,33 @@ def bind(
     """
     used: set[str] = set()
     missing = []
-    for param in parameters:
-        ref = checkpoint.tensors.get(param.name)
-        if ref is None and prefix and param.name.startswith(prefix):
-            ref = checkpoint.tensors.get(param.name[len(prefix) :])
+
+    def find(name: str, shape: tuple[int, ...]) -> TensorRef | None:
+        ref = checkpoint.tensors.get(name)
+        if ref is None and prefix and name.startswith(prefix):
+            ref = checkpoint.tensors.get(name[len(prefix) :])
         if ref is None:
-            missing.append(param.name)
-            continue
-        expected = tuple(param.shape.dims)
-        if ref.shape != expected:
+            missing.append(name)
+            return None
+        if ref.shape != shape:
             raise WeightsError(
-                f"tensor '{ref.name}' has shape {list(ref.shape)}, the model expects "
-                f"{list(expected)}"
+                f"tensor '{ref.name}' has shape {list(ref.shape)}, the model expects {list(shape)}"
             )
         if ref.dtype not in _FLOATS:
             raise WeightsError(f"tensor '{ref.name}' is {ref.dtype}, expected floating point")
         used.add(ref.name)
-        param.const_value = _lazy_cast(ref, param.dtype)
+        return ref
+
+    for param in parameters:
+        assembly = (assemblies or {}).get(param.name)
+        if assembly is None:
+            ref = find(param.name, tuple(param.shape.dims))
+            if ref is not None:
+                param.const_value = _lazy_cast(ref, param.dtype)
+            continue
+        refs = [find(name, shape) for name, shape in assembly.parts]
+        if None not in refs:
+            param.const_value = _assembled(param, assembly, refs)
     if missing:
         raise WeightsError(_listing("missing from the checkpoint", missing))
     patterns = [re.compile(p) for p in (*ALWAYS_UNUSED, *unused)]
@@ -282,6 +318,17 @@ def bind(
     ]
     if leftovers:
         raise WeightsError(_listing("in the checkpoint but unused by the model", leftovers))
+
+
+def _assembled(param: ir.Value, assembly: Assembly, refs: list[TensorRef]) -> SourceTensor:
+    shape = tuple(param.shape.dims)
+
+    def build() -> np.ndarray:
+        array = assembly.build([ref.load() for ref in refs])
+        assert array.shape == shape, (param.name, array.shape, shape)
+        return array
+
+    return SourceTensor(build, param.dtype, shape, param.name)
 
 
 def _listing(what: str, names: list[str]) -> str:

@@ -48,8 +48,8 @@ def test_list_models_json(capsys):
     assert llama["task"] == "text-generation" and llama["genai_type"] == "llama"
     assert "HuggingFaceTB/SmolLM2-135M" in llama["examples"]
     assert llama["parity_eps"] == ["default", "cpu"] and llama["category"] == "dense"
-    mixtral = next(row for row in rows if row["model_type"] == "mixtral")
-    assert mixtral["status"] == "not yet" and mixtral["category"] == "moe" and mixtral["reason"]
+    mamba = next(row for row in rows if row["model_type"] == "mamba")
+    assert mamba["status"] == "not yet" and mamba["category"] == "ssm" and mamba["reason"]
 
 
 def test_convert_prints_each_variant_as_it_goes(tmp_path, capsys):

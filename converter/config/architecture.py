@@ -12,12 +12,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from converter.config.alibi import Alibi
 from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, ConfigReader
 from converter.config.rope import FULL, SLIDING, Rope, parse_rope
 from converter.errors import ConfigError
+
+if TYPE_CHECKING:
+    from converter.config.moe import MoeConfig
 
 # layout: how norms sit around the blocks of a layer.
 #   pre       x + attn(norm(x)); x + mlp(norm(x))                      (llama)
@@ -83,6 +86,7 @@ class ArchitectureConfig:
     layer_kv_heads: tuple[int, ...] | None = None
     # ALiBi biases instead of (or besides) rotary positions; a family's rules set it
     alibi: Alibi | None = None
+    moe: MoeConfig | None = None  # experts in place of the MLP (converter/config/moe.py)
 
     @classmethod
     def from_hf(cls, config: dict[str, Any]) -> ArchitectureConfig:

@@ -9,8 +9,16 @@ from dataclasses import dataclass, field
 import onnx_ir as ir
 
 from converter.errors import MobiusError
-from converter.execution_providers import GATHER_Q4, GQA, SKIP_NORM, ExecutionProvider
+from converter.execution_providers import (
+    GATHER_Q4,
+    GQA,
+    MOE,
+    QMOE,
+    SKIP_NORM,
+    ExecutionProvider,
+)
 from converter.lowering.int4 import Int4, quantize_embedding, quantize_matmuls
+from converter.lowering.moe import quantize_experts
 from converter.lowering.passes import (
     MS_DOMAIN,
     count_ops,
@@ -79,17 +87,23 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
             for m in module.modules()
             if getattr(m, "head", False) and m.weight is not None
         }
+        routers = {m.weight.name for m in module.modules() if getattr(m, "keeps_float", False)}
         report.fusions["int4_matmuls"] = quantize_matmuls(
-            model, ep, int4, float_type, quantizers, heads
+            model, ep, int4, float_type, quantizers, heads, routers
         )
+        if ep.has(QMOE):
+            report.fusions[QMOE] = quantize_experts(model, ep, int4, float_type)
         if int4.lm_head and ep.has(GATHER_Q4):
             table = module.embedding_table().name
             report.fusions["int4_embeddings"] = quantize_embedding(
                 model, table, int4, float_type, quantizers
             )
     pretranspose(model)
+    ops = count_ops(model)
     if ep.has(GQA):
-        report.fusions[GQA] = count_ops(model)[f"{MS_DOMAIN}.{GQA}"]
+        report.fusions[GQA] = ops[f"{MS_DOMAIN}.{GQA}"]
+    if ep.has(MOE):
+        report.fusions[MOE] = ops[f"{MS_DOMAIN}.{MOE}"]
     expected = expected_fusions(module, plan)
     for name in sorted(set(report.fusions) | set(expected)):
         found, want = report.fusions.get(name, 0), expected.get(name, 0)

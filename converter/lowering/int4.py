@@ -36,12 +36,14 @@ def quantize_matmuls(
     act: ir.DataType,
     quantizers: dict[str, _LazyQ4],
     heads: set[str],
+    float_only: set[str] = frozenset(),
 ) -> int:
     """MatMul by a weight initializer -> int4 weights, lazily quantized while written.
 
     EPs with MatMulNBits get that kernel; the portable graph gets the standard
     `MatMul(x, DequantizeLinear(int4 values, scales))`. The LM head's weights (`heads`) only
-    with `int4.lm_head`. Returns how many were quantized.
+    with `int4.lm_head`; never those in `float_only` (MoE routers). Returns how many were
+    quantized.
     """
     graph, count = model.graph, 0
     dequantizers: dict[str, _LazyQ4] = {}
@@ -52,7 +54,7 @@ def quantize_matmuls(
         if found is None:
             continue
         weight, transpose, layout_nk = found
-        if weight.name in heads and not int4.lm_head:
+        if weight.name in float_only or (weight.name in heads and not int4.lm_head):
             continue
         if ep.has(MATMUL_NBITS):
             quantized = quantizers.setdefault(

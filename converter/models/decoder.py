@@ -14,6 +14,7 @@ from converter.components import Attention, Embedding, GatedMLP, Linear, make_no
 from converter.components.attention import AttentionSpec, GroupQueryAttention, StandardAttention
 from converter.components.cache import LayerCache, kv_cache
 from converter.components.linear import Bias
+from converter.components.moe import SparseMoe
 from converter.config import ArchitectureConfig
 from converter.dtypes import NAME_OF
 from converter.execution_providers import (
@@ -47,6 +48,7 @@ class DecoderLayer(nn.Module):
 
     attention_cls = Attention
     mlp_cls = GatedMLP
+    moe_cls = SparseMoe  # the MLP of layers the config gives experts
     attention_name, mlp_name = "self_attn", "mlp"
     layout_norms = _LAYOUT_NORMS
 
@@ -56,10 +58,15 @@ class DecoderLayer(nn.Module):
         spec = attention_spec(cfg, index)
         attention = self.attention_cls(cfg, dtype, spec, packed=ep.has(PACKED_QKV))
         setattr(self, self.attention_name, attention)
-        setattr(self, self.mlp_name, self.mlp_cls(cfg, dtype, packed=ep.has(PACKED_GATE_UP)))
+        setattr(self, self.mlp_name, self.make_mlp(cfg, index, dtype, ep))
         for name in self.layout_norms[cfg.layout]:
             setattr(self, name, make_norm(cfg, cfg.hidden_size, dtype))
         self.residual_multiplier = cfg.residual_multiplier
+
+    def make_mlp(self, cfg: ArchitectureConfig, index: int, dtype: ir.DataType, ep):
+        if cfg.moe is not None and cfg.moe.is_sparse(index):
+            return self.moe_cls(cfg, dtype, ep)
+        return self.mlp_cls(cfg, dtype, packed=ep.has(PACKED_GATE_UP))
 
     def expected_fusions(self, plan) -> dict[str, int]:
         """Its norms that read a residual sum (a skip-norm fusion absorbs each): the input
@@ -272,7 +279,12 @@ class DecoderLM(nn.Module):
         return layer_caches(self.cfg)
 
     def fallbacks(self) -> list[str]:
-        return list(self.body.kernel.fallbacks)
+        """Why fused kernels were not used: the attention kernel's, then any its parts give."""
+        found = list(self.body.kernel.fallbacks)
+        for module in self.modules():
+            if module is not self and hasattr(module, "fallbacks"):
+                found += [f for f in module.fallbacks() if f not in found]
+        return found
 
     def expected_fusions(self, plan) -> dict[str, int]:
         return tied_head_fusions(self.cfg, plan)

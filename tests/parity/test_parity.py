@@ -91,3 +91,15 @@ def test_cpu_graph_runs_group_query_attention(converted):
     if "window16" in case:  # the fused path whole: window and rotary inside the kernel
         assert SLIDING in cfg.layer_types
         assert all(n.attributes.get_int("do_rotary") == 1 for n in nodes)
+
+
+def test_cpu_graph_runs_experts_in_the_moe_kernel(converted):
+    """On cpu every layer with experts runs them in com.microsoft.MoE, unless the package says
+    why not; dense families hold none."""
+    package = converted[2]["cpu"]
+    moe = package.config.moe
+    nodes = [n for n in package.model.graph if n.op_type == "MoE"]
+    fallbacks = [f for f in package.lowering.fallbacks if "instead of MoE" in f]
+    sparse = 0 if moe is None or fallbacks else sum(moe.sparse_layers)
+    assert len(nodes) == sparse
+    assert package.lowering.fusions.get("MoE", 0) == sparse

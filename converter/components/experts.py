@@ -1,0 +1,149 @@
+"""The experts of one MoE layer, stacked per projection, and the checkpoint layouts they read.
+
+Each form stacks the weights in the layout it multiplies with, assembled from the checkpoint
+when the package is written (converter.weights.Assembly):
+
+- `dense` (standard ops): `gate_up` [E, H, 2I] (gate columns, then up) and `down` [E, I, H];
+  every expert runs on every token and the routing weights, zero for the experts a token did
+  not pick, weight the sum. Exact and portable, at num_experts / top_k times the expert FLOPs.
+- `kernel` (com.microsoft.MoE): `fc1` [E, 2I, H] with gate and up rows interleaved (the one
+  SwiGLU layout onnxruntime's CPU kernel takes, swiglu_fusion=1) and `fc2` [E, H, I].
+
+A layout names an expert stack's tensors in a checkpoint and gives each projection as
+[E, out, in] (`gate`, `up`, `down`) and, where experts have biases, [E, out].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+from onnxscript import nn
+
+from converter.components.activations import activation
+from converter.weights import Assembly
+
+
+class PerExpert:
+    """`{prefix}.{i}.{gate}.weight`, ...: one torch Linear per expert and projection (what
+    transformers saves for most families)."""
+
+    def __init__(self, gate: str = "gate_proj", up: str = "up_proj", down: str = "down_proj"):
+        self.names = {"gate": gate, "up": up, "down": down}
+
+    def weight(self, prefix: str, part: str, shape: tuple[int, int, int]) -> Assembly:
+        experts, out, inner = shape
+        name = self.names[part]
+        tensors = tuple((f"{prefix}.{i}.{name}.weight", (out, inner)) for i in range(experts))
+        return Assembly(tensors, np.stack)
+
+    def bias(self, prefix: str, part: str, shape: tuple[int, int]) -> Assembly:
+        experts, out = shape
+        name = self.names[part]
+        tensors = tuple((f"{prefix}.{i}.{name}.bias", (out,)) for i in range(experts))
+        return Assembly(tensors, np.stack)
+
+
+def _transposed(array: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(array.transpose(0, 2, 1))
+
+
+def _interleave(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """[E, I, ...] twice -> [E, 2I, ...] with rows gate 0, up 0, gate 1, up 1, ..."""
+    return np.stack([gate, up], axis=2).reshape(gate.shape[0], -1, *gate.shape[2:])
+
+
+class Experts(nn.Module):
+    """`num_experts` gated experts (act(gate) * up, then down), stacked for their form; the
+    activation is `cfg.activation`, or GPT-OSS's clamped SwiGLU where `moe` sets a limit."""
+
+    def __init__(self, cfg, dtype: ir.DataType, layout, kernel: bool):
+        super().__init__()
+        moe = cfg.moe
+        experts, inner, hidden = moe.num_experts, moe.expert_size, cfg.hidden_size
+        self.moe, self.layout, self.kernel, self.act = moe, layout, kernel, cfg.activation
+        self.shapes = {"gate": (experts, inner, hidden), "down": (experts, hidden, inner)}
+        if kernel:
+            self.fc1 = nn.Parameter([experts, 2 * inner, hidden], dtype)
+            self.fc2 = nn.Parameter([experts, hidden, inner], dtype)
+        else:
+            self.gate_up = nn.Parameter([experts, hidden, 2 * inner], dtype)
+            self.down = nn.Parameter([experts, inner, hidden], dtype)
+        self.gate_up_bias = nn.Parameter([experts, 2 * inner], dtype) if moe.expert_bias else None
+        self.down_bias = nn.Parameter([experts, hidden], dtype) if moe.expert_bias else None
+
+    def assemblies(self) -> dict[str, Assembly]:
+        """How each stacked parameter is made from the checkpoint's tensors."""
+        first = self.fc1 if self.kernel else self.gate_up
+        prefix = first.name.rsplit(".", 1)[0]
+        gate_shape, down_shape = self.shapes["gate"], self.shapes["down"]
+        gate = self.layout.weight(prefix, "gate", gate_shape)
+        up = self.layout.weight(prefix, "up", gate_shape)
+        down = self.layout.weight(prefix, "down", down_shape)
+        if self.kernel:
+            found = {self.fc1.name: Assembly.join(_interleave, gate, up), self.fc2.name: down}
+        else:
+
+            def gate_then_up(g, u):
+                return _transposed(np.concatenate([g, u], axis=1))
+
+            found = {
+                self.gate_up.name: Assembly.join(gate_then_up, gate, up),
+                self.down.name: down.then(_transposed),
+            }
+        if self.moe.expert_bias:
+            gate_b = self.layout.bias(prefix, "gate", gate_shape[:2])
+            up_b = self.layout.bias(prefix, "up", gate_shape[:2])
+            pair = _interleave if self.kernel else (lambda g, u: np.concatenate([g, u], axis=1))
+            found[self.gate_up_bias.name] = Assembly.join(pair, gate_b, up_b)
+            found[self.down_bias.name] = self.layout.bias(prefix, "down", down_shape[:2])
+        return found
+
+    def kernel_attributes(self) -> dict:
+        """The MoE op's activation attributes: SwiGLU over interleaved gate/up rows."""
+        moe = self.moe
+        attributes = {
+            "activation_type": "swiglu",
+            "swiglu_fusion": 1,
+            "activation_alpha": moe.swiglu_alpha,
+            "activation_beta": moe.swiglu_beta,
+        }
+        if moe.swiglu_limit is not None:
+            attributes["swiglu_limit"] = moe.swiglu_limit
+        return attributes
+
+    def forward(self, op, flat, routing, normalize: bool = False):
+        """Tokens [T, H] through their experts. The kernel form takes the MoE op's router
+        input (logits, or log-weights) and its `normalize`; the dense form takes the routing
+        weights [T, E] and runs every expert on every token."""
+        if self.kernel:
+            return op.MoE(
+                flat,
+                routing,
+                self.fc1,
+                self.gate_up_bias,
+                self.fc2,
+                self.down_bias,
+                k=self.moe.top_k,
+                normalize_routing_weights=int(normalize),
+                _domain="com.microsoft",
+                **self.kernel_attributes(),
+            )
+        h = op.MatMul(flat, self.gate_up)  # [E, T, 2I]
+        if self.gate_up_bias is not None:
+            h = op.Add(h, op.Unsqueeze(self.gate_up_bias, [1]))
+        gate, up = op.Split(h, axis=-1, num_outputs=2, _outputs=2)
+        y = op.MatMul(self._gated(op, gate, up), self.down)  # [E, T, H]
+        if self.down_bias is not None:
+            y = op.Add(y, op.Unsqueeze(self.down_bias, [1]))
+        per_expert = op.Unsqueeze(op.Transpose(routing, perm=[1, 0]), [2])  # [E, T, 1]
+        return op.ReduceSum(op.Mul(y, per_expert), [0], keepdims=0)
+
+    def _gated(self, op, gate, up):
+        moe = self.moe
+        if moe.swiglu_limit is None and moe.swiglu_alpha == 1.0 and moe.swiglu_beta == 0.0:
+            return op.Mul(activation(op, self.act, gate), up)
+        if moe.swiglu_limit is not None:
+            gate = op.Min(gate, moe.swiglu_limit)
+            up = op.Clip(up, -moe.swiglu_limit, moe.swiglu_limit)
+        glu = op.Mul(gate, op.Sigmoid(op.Mul(gate, moe.swiglu_alpha)))
+        return op.Mul(glu, op.Add(up, moe.swiglu_beta))
