@@ -226,7 +226,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "minicpm3": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "minimax": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",

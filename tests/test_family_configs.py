@@ -61,6 +61,18 @@ REFUSED = [
     ),
     ("ministral", {"head_dim": None}, r"'head_dim' is missing from config.json"),
     ("hunyuan_v1_dense", {"head_dim": None}, r"'head_dim' is missing from config.json"),
+    ("minicpm3", {"qk_rope_head_dim": 7}, r"'qk_rope_head_dim' = 7 must be even"),
+    ("minicpm3", {"kv_lora_rank": None}, r"'kv_lora_rank' is missing from config.json"),
+    ("minicpm3", {"kv_lora_rank": 31}, r"'kv_lora_rank' = 31 must be even"),
+    ("minicpm3", {"kv_lora_rank": 1 << 20}, r"'kv_lora_rank' = 1048576 is outside the sane"),
+    ("minicpm3", {"q_lora_rank": 0}, r"'q_lora_rank' = 0 is outside the sane range"),
+    ("minicpm3", {"v_head_dim": -1}, r"'v_head_dim' = -1 is outside the sane range"),
+    (
+        "minicpm3",
+        {"num_key_value_heads": 2},
+        r"'num_key_value_heads' = 2 is not supported: latent attention expands",
+    ),
+    ("minicpm3", {"partial_rotary_factor": 0.5}, r"'partial_rotary_factor': latent attention"),
 ]
 
 

@@ -29,6 +29,7 @@ CASES = {  # case -> the genai model type its package declares
     "hrm_text": "decoder",  # layers run more than once, one cache each
     "dory:last_loop": "decoder",
     "gemma3n_text": "decoder",  # layers reusing another layer's keys and values
+    "minicpm3": "decoder",  # multi-head latent attention: a latent cache, one shared head
 }
 
 

@@ -163,6 +163,12 @@ class StandardAttention:
             _outputs=3,
         )
 
+    def attend(self, op, q, k, v, spec: AttentionSpec):
+        """Attention over heads-first keys and values that already hold the past (the caller
+        keeps its own cache): q [batch, heads, seq, d], k [batch, kv_heads, total, d],
+        v [batch, kv_heads, total, dv], where dv may differ from d. y: [batch, heads, seq, dv]."""
+        return op.Attention(q, k, v, self.mask(op, spec), scale=spec.scale, softcap=spec.softcap)
+
     def _with_sinks(self, op, q, k, v, past_key, past_value, spec: AttentionSpec, sinks):
         """Attention over one extra key in front: zero (so its score is 0) with a zero value,
         its mask entry the head's sink logit, which so joins the softmax's denominator only."""
