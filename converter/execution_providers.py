@@ -169,12 +169,12 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             "webgpu",
             "WebGpuExecutionProvider",
             ("f32", "f16", "int4"),
-            _FUSED - {MOE},  # kernel table: QMoE only
+            # its kernel table has QMoE but no MoE: int4 experts reach QMoE from the float MoE
+            _FUSED - {MOE, QMOE},
             int4_activation="f16",
             # attention.cc's InPlaceSoftmax starts the window at causal length -
             # local_window_size (its flash path is skipped while a window applies)
             gqa_window_offset=0,
-            qmoe_dtypes=("f32", "f16"),
         ),
     )
 }

@@ -14,8 +14,10 @@ from converter.execution_providers import (
     GATHER_Q4,
     GQA,
     MATMUL_NBITS,
+    MOE,
     PACKED_GATE_UP,
     PACKED_QKV,
+    QMOE,
     ROTARY_IN_GQA,
     SKIP_NORM,
 )
@@ -31,6 +33,8 @@ _FUSION_NAMES = {
     GATHER_Q4: "GatherBlockQuantized (int4 embedding)",
     PACKED_QKV: "packed QKV MatMul",
     PACKED_GATE_UP: "packed gate/up MatMul",
+    MOE: "MoE (experts)",
+    QMOE: "QMoE (int4 experts)",
 }
 
 
@@ -130,10 +134,12 @@ def render_execution_providers() -> str:
     ]
     for ep in EXECUTION_PROVIDERS.values():
         fused = ", ".join(_FUSION_NAMES[f] for f in _FUSION_NAMES if ep.has(f)) or "none"
-        constraints = _gqa_constraints(ep) if ep.has(GQA) else "none"
+        constraints = "; ".join(
+            [_gqa_constraints(ep)] * ep.has(GQA) + [_moe_constraints(ep)] * ep.has(QMOE)
+        )
         lines.append(
             f"| `{ep.name}` | `{ep.ort_provider}` | {', '.join(ep.dtypes)} | "
-            f"{ep.int4_activation} | {fused} | {constraints} |"
+            f"{ep.int4_activation} | {fused} | {constraints or 'none'} |"
         )
     lines += [
         "",
@@ -152,6 +158,26 @@ def render_execution_providers() -> str:
             f"| {size} | {' | '.join(cells)} |"
             for size, cells in sorted(CPU_GQA_HEAD_SIZES.items())
         ),
+        "",
+        "## Mixture of experts",
+        "",
+        "A layer with experts runs its router in standard ops (softmax or sigmoid scores, "
+        "correction bias, grouped top-k, renormalization, routed scaling, as its config "
+        "says). The `default` graph runs every expert on every token and weighs the sum "
+        "with the routing weights (zero for experts a token did not pick): exact and "
+        "portable, at num_experts / top_k times the expert FLOPs. EPs with `MoE` run only "
+        "the picked experts in that kernel (SwiGLU over interleaved gate/up rows, the one "
+        "layout onnxruntime 1.32's CPU kernel accepts; GPT-OSS's alpha/limit/+1 and expert "
+        "biases as its attributes and inputs). Routing the kernel computes itself (softmax, "
+        "top-k, optional renormalization) gets the router logits; any other routing reaches "
+        "it as log-weights and the output is scaled back by their sum. With int4, `QMoE` "
+        "takes block-wise 4-bit expert stacks (the MatMulNBits encoding per expert; the "
+        "block size must divide the hidden and expert widths, else the float `MoE` stays), "
+        "with `router_weights` carrying the routing, since onnxruntime 1.32's CPU QMoE "
+        "renormalizes otherwise. Routers always stay in the activation dtype. Experts that "
+        "are not SiLU-gated, and EPs or dtypes without the kernel, keep the dense form, "
+        "where int4 leaves the expert weights in float; both are recorded in "
+        "`lowering.fallbacks`.",
         "",
         "int4 is block-wise round-to-nearest weight quantization (block 32 by default; "
         "`--int4-block-size 16|64|128`, `--int4-asymmetric` for zero points). Embeddings "
@@ -186,6 +212,11 @@ def _gqa_constraints(ep) -> str:
     if not ep.gqa_softcap:
         parts.append("softcaps keep standard attention")
     return "; ".join(parts)
+
+
+def _moe_constraints(ep) -> str:
+    moe = f"MoE: dtypes {'/'.join(ep.moe_dtypes)}; " if ep.has(MOE) else ""
+    return f"{moe}QMoE: dtypes {'/'.join(ep.qmoe_dtypes)}, int4 block size divides the widths"
 
 
 def _signed(offset: int) -> str:

@@ -133,6 +133,12 @@ class SparseMoe(nn.Module):
             return []
         return [f"experts in standard ops instead of MoE: {self.fallback}"]
 
+    def lowering_notes(self, plan) -> list[str]:
+        """What lowering leaves undone here: int4 experts only exist inside QMoE."""
+        if plan.int4 is None or self.quantized(plan):
+            return []
+        return ["int4: experts outside QMoE keep float weights (routers always do)"]
+
     def expected_fusions(self, plan) -> dict[str, int]:
         if not self.kernel:
             return {}
@@ -141,7 +147,7 @@ class SparseMoe(nn.Module):
     def quantized(self, plan) -> bool:
         """Whether int4 turns this layer's MoE into QMoE: the EP has it and the block size
         divides both expert widths (else the float MoE stays, and lowering says so)."""
-        if plan.int4 is None or not plan.has(QMOE):
+        if plan.int4 is None or not plan.has(QMOE) or not self.kernel:
             return False
         widths = (self.hidden, self.moe.expert_size)
         return all(width % plan.int4.block_size == 0 for width in widths)

@@ -77,6 +77,9 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
     model, module, ep, int4 = component.model, component.module, plan.ep, plan.int4
     fallbacks = getattr(module, "fallbacks", None)
     report = LoweringReport(fallbacks=fallbacks() if fallbacks else [])
+    for m in module.modules():
+        notes = m.lowering_notes(plan) if hasattr(m, "lowering_notes") else []
+        report.fallbacks += [n for n in notes if n not in report.fallbacks]
     report.fusions["packed_tensors"] = fold_packed_weights(model)
     if ep.has(SKIP_NORM):
         report.fusions["skip_norms"] = fuse_skip_norms(model)
