@@ -37,15 +37,15 @@ def mixtral(tmp_path_factory):
     return folder
 
 
-def _experts_dequantized(model):
+def _experts_dequantized(model, symmetric: bool = True):
     """transformers with its Linear weights and each expert's [out, in] slice of the stacked
     expert parameters replaced by their int4 round trip (routers, not Linear, stay float)."""
-    copied = dequantized_copy(model)
+    copied = dequantized_copy(model, symmetric=symmetric)
     with torch.no_grad():
         for param in copied.parameters():
             if param.dim() == 3:
                 for expert in param:
-                    values = quantize_q4(np.ascontiguousarray(expert.numpy()), 32, True)
+                    values = quantize_q4(np.ascontiguousarray(expert.numpy()), 32, symmetric)
                     expert.copy_(torch.from_numpy(values.dequantize()))
     return copied
 
@@ -72,6 +72,31 @@ def test_cpu_int4_runs_experts_in_qmoe(case, tmp_path):
     actual = OnnxDecoder(tmp_path / "int4").run(PROMPT, mask, STEPS)
     diffs = [float(np.abs(e - a).max()) for e, a in zip(expected, actual, strict=True)]
     print(case, "int4 (float compute) vs dequantized transformers, max abs diff:", diffs)
+    assert max(diffs) <= 1e-4
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_default_int4_reads_expert_stacks_through_dequantize_linear(mixtral, tmp_path, symmetric):
+    """The portable graph's dense experts hold int4 stacks behind a DequantizeLinear blocked
+    along K: exact against transformers on the dequantized weights (onnxruntime's graph
+    optimizations off, which would otherwise turn the 2-D ones into int8-activation
+    MatMulNBits)."""
+    from transformers import AutoModelForCausalLM
+
+    package = build(
+        str(mixtral), ep="default", dtype="int4", int4_symmetric=symmetric, progress=False
+    )
+    layers = package.config.num_hidden_layers
+    assert package.lowering.fusions["int4_expert_stacks"] == 2 * layers
+    assert count_ops(package.model)["DequantizeLinear"] == 2 * layers + 4 * layers
+    package.save(tmp_path, progress=False)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    actual = OnnxDecoder(tmp_path, options=options).run(PROMPT, np.ones_like(PROMPT), STEPS)
+    model = _experts_dequantized(AutoModelForCausalLM.from_pretrained(mixtral), symmetric)
+    expected = TransformersReference(model).run(PROMPT, np.ones_like(PROMPT), STEPS)
+    diffs = [float(np.abs(e - a).max()) for e, a in zip(expected, actual, strict=True)]
+    print("default int4 vs dequantized transformers, max abs diff:", diffs)
     assert max(diffs) <= 1e-4
 
 

@@ -71,6 +71,11 @@ class Experts(nn.Module):
         self.gate_up_bias = nn.Parameter([experts, 2 * inner], dtype) if moe.expert_bias else None
         self.down_bias = nn.Parameter([experts, hidden], dtype) if moe.expert_bias else None
 
+    @property
+    def dense_stacks(self) -> tuple:
+        """The stacks the dense form multiplies by (quantized through DequantizeLinear)."""
+        return () if self.kernel else (self.gate_up, self.down)
+
     def assemblies(self) -> dict[str, Assembly]:
         """How each stacked parameter is made from the checkpoint's tensors."""
         first = self.fc1 if self.kernel else self.gate_up

@@ -134,14 +134,17 @@ class SparseMoe(nn.Module):
         return [f"experts in standard ops instead of MoE: {self.fallback}"]
 
     def lowering_notes(self, plan) -> list[str]:
-        """What lowering leaves undone here: int4 experts only exist inside QMoE."""
-        if plan.int4 is None or self.quantized(plan):
+        """What lowering leaves undone here: a MoE kernel whose widths QMoE cannot block."""
+        if plan.int4 is None or not self.kernel or self.quantized(plan):
             return []
-        return ["int4: experts outside QMoE keep float weights (routers always do)"]
+        return [
+            f"int4: experts stay float in MoE (QMoE needs int4 blocks of "
+            f"{plan.int4.block_size} to divide widths {self.hidden} and {self.moe.expert_size})"
+        ]
 
     def expected_fusions(self, plan) -> dict[str, int]:
-        if not self.kernel:
-            return {}
+        if not self.kernel:  # the dense form's two stacks, through DequantizeLinear
+            return {"int4_expert_stacks": 2 if plan.int4 is not None else 0}
         return {QMOE if self.quantized(plan) else MOE: 1}
 
     def quantized(self, plan) -> bool:

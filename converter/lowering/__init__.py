@@ -18,7 +18,7 @@ from converter.execution_providers import (
     ExecutionProvider,
 )
 from converter.lowering.int4 import Int4, quantize_embedding, quantize_matmuls
-from converter.lowering.moe import quantize_experts
+from converter.lowering.moe import quantize_dense_experts, quantize_experts
 from converter.lowering.passes import (
     MS_DOMAIN,
     count_ops,
@@ -96,6 +96,10 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
         )
         if ep.has(QMOE):
             report.fusions[QMOE] = quantize_experts(model, ep, int4, float_type)
+        stacks = {p.name for m in module.modules() for p in getattr(m, "dense_stacks", ())}
+        report.fusions["int4_expert_stacks"] = quantize_dense_experts(
+            model, stacks, int4, float_type
+        )
         if int4.lm_head and ep.has(GATHER_Q4):
             table = module.embedding_table().name
             report.fusions["int4_embeddings"] = quantize_embedding(

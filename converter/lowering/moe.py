@@ -1,4 +1,5 @@
-"""int4 experts: com.microsoft.MoE -> QMoE over block-wise 4-bit expert stacks.
+"""int4 experts: com.microsoft.MoE -> QMoE over block-wise 4-bit expert stacks, and the dense
+form's stacks as blocked DequantizeLinear (standard ops).
 
 An expert stack [E, N, K] quantizes as one [E * N, K] weight: blocks run along K within a
 row, so the MatMulNBits encoding of converter/quantize.py reshaped to [E, N, K / 2] (two codes
@@ -14,11 +15,13 @@ weights whatever normalize_routing_weights says. So QMoE gets the MoE node's rou
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 
 from converter.execution_providers import ExecutionProvider
 from converter.lowering.int4 import Int4, _lazy_initializer, _LazyQ4, _swap
 from converter.lowering.passes import MS_DOMAIN, is_initializer
+from converter.quantize import to_dequantize_linear
 from converter.weights import SourceTensor, source_array
 
 # the MoE op's inputs: fc1 weights, fc1 bias, fc2 weights, fc2 bias
@@ -110,6 +113,79 @@ def _quantized(graph: ir.Graph, stack: ir.Value, int4: Int4, act: ir.DataType) -
                 q.part(lambda r: ir.Tensor(r.zero_points.reshape(experts, n, -1))),
                 ir.DataType.UINT8,
                 [experts, n, -(-blocks // 2)],
+            )
+        )
+    return parts
+
+
+def quantize_dense_experts(model: ir.Model, stacks: set[str], int4: Int4, act: ir.DataType) -> int:
+    """The dense form's expert `stacks` [E, K, N] (MatMul's right side) -> int4 values read
+    through a DequantizeLinear blocked along K (axis 1). Returns how many were quantized."""
+    graph, count = model.graph, 0
+    for node in list(graph):
+        if node.op_type != "MatMul" or node.domain != "":
+            continue
+        stack = node.inputs[1]
+        if stack is None or stack.name not in stacks or not is_initializer(stack):
+            continue
+        values = _dequantize_linear_inputs(graph, stack, int4, act)
+        dq = ir.node(
+            "DequantizeLinear",
+            values,
+            attributes={"axis": 1, "block_size": int4.block_size},
+            name=f"{node.name}/dq",
+        )
+        graph.insert_before(node, dq)
+        node.replace_input_with(1, dq.outputs[0])
+        if not stack.uses():
+            graph.initializers.pop(stack.name)
+        count += 1
+    return count
+
+
+def _dequantize_linear_inputs(graph, stack: ir.Value, int4: Int4, act: ir.DataType):
+    """Values [E, K, N], scales [E, blocks, N] (and zero points) of one stack: its [E * N, K]
+    rows quantized along K, in the DequantizeLinear form, put back in the stack's order."""
+    experts, k, n = stack.shape.dims
+    tensor = stack.const_value
+
+    def rows() -> np.ndarray:
+        return source_array(tensor).transpose(0, 2, 1).reshape(experts * n, k)
+
+    q = _LazyQ4(
+        SourceTensor(rows, tensor.dtype, (experts * n, k), ""), True, int4, to_dequantize_linear
+    )
+    blocks = q.blocks
+
+    def restacked(array: np.ndarray) -> np.ndarray:  # [rows, E * N] -> [E, rows, N]
+        return np.ascontiguousarray(array.reshape(-1, experts, n).transpose(1, 0, 2))
+
+    values_type = ir.DataType.INT4 if int4.symmetric else ir.DataType.UINT4
+    act_np = act.numpy()
+    parts = [
+        _lazy_initializer(
+            graph,
+            f"{stack.name}.q4",
+            q.part(lambda r: ir.Tensor(restacked(r[0]), dtype=values_type)),
+            values_type,
+            [experts, k, n],
+        ),
+        _lazy_initializer(
+            graph,
+            f"{stack.name}.scales",
+            q.part(lambda r: ir.Tensor(restacked(r[1].astype(act_np)), dtype=act)),
+            act,
+            [experts, blocks, n],
+        ),
+    ]
+    if not int4.symmetric:
+        parts.append(
+            _lazy_initializer(
+                graph,
+                f"{stack.name}.zero_points",
+                q.part(lambda r: ir.Tensor(restacked(r[2]), dtype=ir.DataType.UINT4)),
+                ir.DataType.UINT4,
+                [experts, blocks, n],
             )
         )
     return parts

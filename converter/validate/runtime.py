@@ -17,11 +17,16 @@ from converter.package import GENAI_CONFIG
 class OnnxDecoder:
     """Prefill, then one token per step, feeding each present back as the next past."""
 
-    def __init__(self, package: Path, provider: str = "CPUExecutionProvider"):
+    def __init__(
+        self,
+        package: Path,
+        provider: str = "CPUExecutionProvider",
+        options: ort.SessionOptions | None = None,
+    ):
         decoder = json.loads((Path(package) / GENAI_CONFIG).read_text())["model"]["decoder"]
         started = time.perf_counter()
         self.session = ort.InferenceSession(
-            str(Path(package) / decoder["filename"]), providers=[provider]
+            str(Path(package) / decoder["filename"]), options, providers=[provider]
         )
         self.load_seconds = time.perf_counter() - started
         inputs, outputs = decoder["inputs"], decoder["outputs"]
