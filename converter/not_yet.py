@@ -131,21 +131,9 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "granitemoe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
-    "granitemoe_swa": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "granitemoehybrid": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
-    ),
-    "granitemoeshared": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "hunyuan_v1_moe": (
         "moe",
