@@ -8,7 +8,6 @@ from converter.config.architecture import extend
 from converter.config.moe import MoeConfig, MoeRules
 from converter.models.decoder import DecoderBody, DecoderLM
 from converter.models.mixtral import MixtralLayer, MixtralMoe
-from converter.models.phi3 import Phi3Rules
 from converter.registry import Family
 
 
@@ -64,7 +63,7 @@ class PhimoeLM(DecoderLM):
         return self.cfg.lm_head_bias
 
 
-class PhimoeRules(Phi3Rules, MoeRules):
+class PhimoeRules(MoeRules):
     def __init__(self):
         super().__init__(
             {"rms_norm_eps": "layer_norm_eps"},
