@@ -153,10 +153,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "jetmoe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "kimi_linear": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "kolibri1": (
         "moe",

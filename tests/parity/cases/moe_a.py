@@ -60,4 +60,12 @@ CASES = {
         "intermediate_size": 32,
         "norm_topk_prob": True,
     },
+    # experts in attention too: 3 picks of 5, 2 kv heads of 16 each (6 query heads)
+    "jetmoe": {
+        **COMMON,
+        "num_local_experts": 5,
+        "num_experts_per_tok": 3,
+        "intermediate_size": 32,
+        "kv_channels": 16,
+    },
 }
