@@ -92,10 +92,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "flex_olmo": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "flint": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "fuyu": ("vlm", "a vision-language model: issue 14"),
     "gemma3": ("vlm", "a vision-language model: issue 14"),
@@ -131,21 +127,9 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "granitemoe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
-    "granitemoe_swa": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "granitemoehybrid": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
-    ),
-    "granitemoeshared": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "hunyuan_v1_moe": (
         "moe",
@@ -168,10 +152,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "jamba": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
-    ),
-    "jetmoe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "kimi_linear": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "kolibri1": (
@@ -254,10 +234,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "phi4_multimodal": ("speech", "a speech or audio model: issue 13"),
-    "phimoe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "plbart": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "prophetnet": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "qwen3_5": ("vlm", "a vision-language model: issue 14"),
