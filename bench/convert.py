@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import ml_dtypes
@@ -91,32 +92,57 @@ def tensor_shapes(cfg: dict) -> list[tuple[str, tuple[int, ...]]]:
     return [*shapes, ("model.norm.weight", (h,))]
 
 
-def make_checkpoint(folder: Path) -> Path:
-    """Write the checkpoint into `folder` unless a complete one with this config is there."""
-    config = folder / "config.json"
-    ready = (folder / "model.safetensors").is_file() and config.is_file()
-    if ready and json.loads(config.read_text()) == CONFIG:
+def normal_values(rng: np.random.Generator, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """N(0, 0.02) bf16 weights, norms 1 (one f32 temporary at a time)."""
+    if name.endswith("norm.weight"):
+        return np.ones(shape, ml_dtypes.bfloat16)
+    values = rng.standard_normal(shape, dtype=np.float32)
+    values *= 0.02
+    return values.astype(ml_dtypes.bfloat16)
+
+
+Shard = list[tuple[str, tuple[int, ...]]]
+
+
+def make_checkpoint(
+    folder: Path,
+    config: dict = CONFIG,
+    shards: list[Shard] | None = None,
+    values: Callable[[np.random.Generator, str, tuple[int, ...]], np.ndarray] = normal_values,
+) -> Path:
+    """Write the checkpoint into `folder` unless a complete one with this config is there.
+
+    `shards` lists each file's tensors (default: all of `tensor_shapes(config)` in one
+    model.safetensors); several are written as model-0000i-of-0000n.safetensors with an
+    index, one file's tensors in memory at a time. `values` gives each tensor's bf16 values.
+    """
+    shards = shards if shards is not None else [tensor_shapes(config)]
+    names = ["model.safetensors"]
+    if len(shards) > 1:
+        names = [f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
+    config_file = folder / "config.json"
+    ready = config_file.is_file() and all((folder / name).is_file() for name in names)
+    if ready and json.loads(config_file.read_text()) == config:
         return folder
-    log(f"generating a random Qwen2.5-0.5B-shaped checkpoint in {folder} ...")
+    log(f"generating a random {config['architectures'][0]} checkpoint in {folder} ...")
     staging = folder.with_name(folder.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     rng = np.random.default_rng(0)
-    tensors = {}
-    for name, shape in tensor_shapes(CONFIG):  # one f32 temporary at a time, kept as bf16
-        if name.endswith("norm.weight"):
-            values = np.ones(shape, np.float32)
-        else:
-            values = rng.standard_normal(shape, dtype=np.float32)
-            values *= 0.02
-        tensors[name] = values.astype(ml_dtypes.bfloat16)
-        del values
-    save_file(tensors, staging / "model.safetensors", metadata={"format": "pt"})
-    del tensors
+    weight_map, total = {}, 0
+    for name, shard in zip(names, shards, strict=True):
+        tensors = {key: values(rng, key, shape) for key, shape in shard}
+        save_file(tensors, staging / name, metadata={"format": "pt"})
+        total += sum(t.nbytes for t in tensors.values())
+        weight_map.update(dict.fromkeys(tensors, name))
+        del tensors
+    if len(names) > 1:
+        index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+        (staging / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
     for name in TOKENIZER_FILES:
         shutil.copyfile(TOKENIZER / name, staging / name)
     (staging / "generation_config.json").write_text(json.dumps(GENERATION, indent=2) + "\n")
-    (staging / "config.json").write_text(json.dumps(CONFIG, indent=2) + "\n")
+    (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     shutil.rmtree(folder, ignore_errors=True)
     staging.rename(folder)  # the folder appears only once complete
     return folder
