@@ -117,10 +117,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "runs only inside the target's generate loop, not as a text-generation package",
     ),
     "git": ("vlm", "a vision-language model: issue 14"),
-    "glm4_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "glm4_moe_lite": (
         "mla",
         "multi-head latent attention (with experts): the next wave (issue 11)",

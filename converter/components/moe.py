@@ -76,20 +76,24 @@ def routing_weights(op, router: Router, logits, moe):
 
 
 def _best_groups_only(op, choice, moe):
-    """Zero the scores outside each token's `topk_groups` best groups, a group scoring the sum
-    of its two best experts (DeepSeek-V3's grouped top-k)."""
+    """The scores outside each token's `topk_groups` best groups set to -inf (a corrected score
+    may be negative), a group scoring the sum of its two best experts (DeepSeek-V3's grouped
+    top-k)."""
     per_group = moe.num_experts // moe.groups
     grouped = op.Reshape(choice, [0, moe.groups, per_group])
     best_two, _ = op.TopK(grouped, [min(2, per_group)], axis=-1, _outputs=2)
-    _, groups = op.TopK(op.ReduceSum(best_two, [-1], keepdims=0), [moe.topk_groups], axis=-1)
+    _, groups = op.TopK(
+        op.ReduceSum(best_two, [-1], keepdims=0), [moe.topk_groups], axis=-1, _outputs=2
+    )
     kept = op.ScatterElements(
         op.Mul(op.ReduceSum(grouped, [-1], keepdims=0), 0.0),
         groups,
-        op.Expand(op.Constant(value_float=1.0), op.Shape(groups)),
+        op.Expand(op.CastLike(op.Constant(value_float=1.0), choice), op.Shape(groups)),
         axis=1,
     )
     mask = op.Reshape(op.Expand(op.Unsqueeze(kept, [2]), [1, 1, per_group]), [0, -1])
-    return op.Mul(choice, mask)
+    dropped = op.Add(op.Mul(choice, 0.0), float("-inf"))
+    return op.Where(op.Cast(mask, to=ir.DataType.BOOL), choice, dropped)
 
 
 class SparseMoe(nn.Module):

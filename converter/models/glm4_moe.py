@@ -1,0 +1,70 @@
+"""GLM-4.5 (glm4_moe): Llama with partial rotary, optional per-head q/k RMSNorm, q/k/v biases
+and DeepSeek-V3's routing: sigmoid scores, a selection-only correction bias, the best
+`topk_group` of `n_group` groups, renormalized and scaled weights; a shared expert in every
+sparse layer and dense MLPs in the first `first_k_dense_replace` layers."""
+
+import dataclasses
+
+from converter.components.moe import SparseMoe
+from converter.config import ConfigReader
+from converter.config.moe import SIGMOID, MoeConfig, MoeRules
+from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
+from converter.registry import Family
+
+
+class DeepSeekRoutingRules(MoeRules):
+    """DeepSeek-V3's routing keys (noaux_tc): sigmoid scoring with `e_score_correction_bias`,
+    `n_group`/`topk_group`, `routed_scaling_factor`, `n_shared_experts` of the expert width."""
+
+    def moe(self, r: ConfigReader, cfg) -> MoeConfig:
+        moe = super().moe(r, cfg)
+        return dataclasses.replace(
+            moe,
+            scoring=SIGMOID,
+            correction_bias=True,
+            groups=r.int("n_group", default=1),
+            topk_groups=r.int("topk_group", default=1),
+            routed_scaling=r.float("routed_scaling_factor", default=1.0),
+            shared_size=moe.expert_size * r.int("n_shared_experts", default=0, lo=0),
+        )
+
+    def num_experts(self, r: ConfigReader) -> int:
+        r.alias(n_routed_experts="num_local_experts")
+        return super().num_experts(r)
+
+
+class Glm4MoeRules(DeepSeekRoutingRules):
+    def qk_norm(self, r: ConfigReader) -> str | None:
+        return "head" if r.bool("use_qk_norm", False) else None
+
+
+class SharedExpertsMoe(SparseMoe):
+    shared_name = "shared_experts"
+
+
+class Glm4MoeLayer(DecoderLayer):
+    moe_cls = SharedExpertsMoe
+
+
+class Glm4MoeBody(DecoderBody):
+    layer_cls = Glm4MoeLayer
+
+
+class Glm4MoeLM(DecoderLM):
+    body_cls = Glm4MoeBody
+
+
+FAMILIES = [
+    Family(
+        "glm4_moe",
+        Glm4MoeLM,
+        "DeepSeek-V3 routing (sigmoid, correction bias, grouped top-k, scaling) with shared "
+        "experts and dense first layers; partial rotary, optional q/k norm",
+        ("zai-org/GLM-4.5-Air",),
+        rules=Glm4MoeRules(o_bias=False),
+        # the multi-token-prediction layer after the last (GLM-4.5: 92, GLM-4.5-Air: 46), as
+        # transformers skips it
+        unused=(r"model\.layers\.(92|46)\..*",),
+        category="moe",
+    ),
+]
