@@ -2,11 +2,12 @@
 
 from tests.parity.common import COMMON
 
-# 8 experts of width 32 in 4 groups of 2; each token picks 2 experts from its 2 best groups
+# 16 experts of width 16 in 4 groups of 4; each token picks 2 experts from its 2 best groups
+# (8 experts to pick from: transformers' default top-k still fits)
 GROUPED = {
-    "n_routed_experts": 8,
+    "n_routed_experts": 16,
     "num_experts_per_tok": 2,
-    "moe_intermediate_size": 32,
+    "moe_intermediate_size": 16,
     "n_group": 4,
     "topk_group": 2,
     "n_shared_experts": 1,
