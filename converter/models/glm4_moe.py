@@ -1,12 +1,14 @@
-"""GLM-4.5 (glm4_moe): Llama with partial rotary, optional per-head q/k RMSNorm, q/k/v biases
-and DeepSeek-V3's routing: sigmoid scores, a selection-only correction bias, the best
-`topk_group` of `n_group` groups, renormalized and scaled weights; a shared expert in every
-sparse layer and dense MLPs in the first `first_k_dense_replace` layers."""
+"""GLM-4.5 (glm4_moe) and dots.llm1 (dots1). GLM-4.5: Llama with partial rotary, optional
+per-head q/k RMSNorm, q/k/v biases and DeepSeek-V3's routing: sigmoid scores, a
+selection-only correction bias, the best `topk_group` of `n_group` groups, renormalized and
+scaled weights; a shared expert in every sparse layer and dense MLPs in the first
+`first_k_dense_replace` layers. dots1 routes the same way on Qwen3's attention (per-head q/k
+norms), sliding from layer `max_window_layers` on."""
 
 import dataclasses
 
 from converter.components.moe import SparseMoe
-from converter.config import ConfigReader
+from converter.config import FULL, SLIDING, ConfigReader
 from converter.config.moe import SIGMOID, MoeConfig, MoeRules
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.registry import Family
@@ -38,6 +40,13 @@ class Glm4MoeRules(DeepSeekRoutingRules):
         return "head" if r.bool("use_qk_norm", False) else None
 
 
+class Dots1Rules(DeepSeekRoutingRules):
+    def layer_type(self, r: ConfigReader, index: int, window: int | None) -> str:
+        if window is None:
+            return FULL
+        return SLIDING if index >= r.int("max_window_layers", default=0, lo=0) else FULL
+
+
 class SharedExpertsMoe(SparseMoe):
     shared_name = "shared_experts"
 
@@ -65,6 +74,15 @@ FAMILIES = [
         # the multi-token-prediction layer after the last (GLM-4.5: 92, GLM-4.5-Air: 46), as
         # transformers skips it
         unused=(r"model\.layers\.(92|46)\..*",),
+        category="moe",
+    ),
+    Family(
+        "dots1",
+        Glm4MoeLM,
+        "GLM-4.5's routing and shared experts on Qwen3's attention (per-head q/k norms); "
+        "sliding layers from max_window_layers on",
+        ("rednote-hilab/dots.llm1.inst",),
+        rules=Dots1Rules(qk_norm="head"),
         category="moe",
     ),
 ]

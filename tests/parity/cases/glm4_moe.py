@@ -36,4 +36,16 @@ CASES = {
         "use_qk_norm": True,
         "norm_topk_prob": False,
     },
+    # a dense first layer, a sliding last layer (window 4), grouped routing, biased attention
+    "dots1": {
+        **COMMON,
+        **GROUPED,
+        "num_hidden_layers": 3,
+        "head_dim": 16,
+        "first_k_dense_replace": 1,
+        "sliding_window": 4,
+        "max_window_layers": 2,
+        "routed_scaling_factor": 1.5,
+        "attention_bias": True,
+    },
 }
