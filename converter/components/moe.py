@@ -58,12 +58,15 @@ def kernel_computes_routing(moe) -> bool:
     )
 
 
-def routing_weights(op, router: Router, logits, moe):
-    """[T, E]: each token's top-k weights at its experts, zero elsewhere."""
+def routing_weights(op, router: Router, logits, moe, correction=None):
+    """[T, E]: each token's top-k weights at its experts, zero elsewhere. `correction`: a
+    selection-only bias [E] kept outside the router (default: the router's own)."""
     scores = op.Sigmoid(logits) if moe.scoring == SIGMOID else op.Softmax(logits, axis=-1)
     choice = scores
-    if router.e_score_correction_bias is not None:
-        choice = op.Add(scores, router.e_score_correction_bias)
+    if correction is None:
+        correction = router.e_score_correction_bias
+    if correction is not None:
+        choice = op.Add(scores, correction)
     if moe.groups > 1:
         choice = _best_groups_only(op, choice, moe)
     _, picked = op.TopK(choice, [moe.top_k], axis=-1, _outputs=2)
