@@ -138,10 +138,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "hunyuan_v1_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "hy_v3": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "hy_v4": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "inkling2_loop_text": (
