@@ -295,10 +295,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "solar_open": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "trocr": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "whisper": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "xlm": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),

@@ -3,7 +3,8 @@ per-head q/k RMSNorm, q/k/v biases and DeepSeek-V3's routing: sigmoid scores, a
 selection-only correction bias, the best `topk_group` of `n_group` groups, renormalized and
 scaled weights; a shared expert in every sparse layer and dense MLPs in the first
 `first_k_dense_replace` layers. dots1 routes the same way on Qwen3's attention (per-head q/k
-norms), sliding from layer `max_window_layers` on."""
+norms), sliding from layer `max_window_layers` on; Solar Open on Llama's attention (full rotary),
+experts in every layer."""
 
 import dataclasses
 
@@ -83,6 +84,14 @@ FAMILIES = [
         "sliding layers from max_window_layers on",
         ("rednote-hilab/dots.llm1.inst",),
         rules=Dots1Rules(qk_norm="head"),
+        category="moe",
+    ),
+    Family(
+        "solar_open",
+        Glm4MoeLM,
+        "GLM-4.5's routing and shared experts in every layer, on Llama's attention",
+        ("upstage/Solar-Open-100B",),
+        rules=DeepSeekRoutingRules(o_bias=False),
         category="moe",
     ),
 ]

@@ -48,4 +48,12 @@ CASES = {
         "routed_scaling_factor": 1.5,
         "attention_bias": True,
     },
+    # experts in every layer, grouped routing scaled by 2, q/k/v biases, full rotary
+    "solar_open": {
+        **COMMON,
+        **GROUPED,
+        "head_dim": 16,
+        "routed_scaling_factor": 2.0,
+        "attention_bias": True,
+    },
 }
