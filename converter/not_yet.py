@@ -218,10 +218,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "minimax_m2": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "minimax_m3_vl_text": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",

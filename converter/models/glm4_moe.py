@@ -10,7 +10,8 @@ import dataclasses
 
 from converter.components.moe import SparseMoe
 from converter.config import FULL, SLIDING, ConfigReader
-from converter.config.moe import SIGMOID, MoeConfig, MoeRules
+from converter.config.moe import MAX_EXPERTS, SIGMOID, MoeConfig, MoeRules
+from converter.errors import ConfigError
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.registry import Family
 
@@ -32,8 +33,9 @@ class DeepSeekRoutingRules(MoeRules):
         )
 
     def num_experts(self, r: ConfigReader) -> int:
-        r.alias(n_routed_experts="num_local_experts")
-        return super().num_experts(r)
+        if r.raw.get("n_routed_experts") == 0:
+            raise ConfigError("'n_routed_experts' = 0: a mixture of experts needs an expert")
+        return r.int("n_routed_experts", hi=MAX_EXPERTS)
 
 
 class Glm4MoeRules(DeepSeekRoutingRules):
