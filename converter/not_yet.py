@@ -67,7 +67,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "doge": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
-    "dots1": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "dots3_note": ("speech", "a speech or audio model: issue 13"),
     "dots3_note_text": (
         "mla",
@@ -76,10 +75,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "electra": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "emu3": ("vlm", "a vision-language model: issue 14"),
     "ernie": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "ernie4_5_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "exaone_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -113,10 +108,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "runs only inside the target's generate loop, not as a text-generation package",
     ),
     "git": ("vlm", "a vision-language model: issue 14"),
-    "glm4_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "glm4_moe_lite": (
         "mla",
         "multi-head latent attention (with experts): the next wave (issue 11)",
@@ -130,10 +121,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "granitemoehybrid": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
-    ),
-    "hunyuan_v1_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "hy_v3": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "hy_v4": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
@@ -210,10 +197,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "minimax_m2": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "minimax_m3_vl_text": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -280,10 +263,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "sarvam_mla": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "sarvam_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
-    "solar_open": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),

@@ -58,12 +58,15 @@ def kernel_computes_routing(moe) -> bool:
     )
 
 
-def routing_weights(op, router: Router, logits, moe):
-    """[T, E]: each token's top-k weights at its experts, zero elsewhere."""
+def routing_weights(op, router: Router, logits, moe, correction=None):
+    """[T, E]: each token's top-k weights at its experts, zero elsewhere. `correction`: a
+    selection-only bias [E] kept outside the router (default: the router's own)."""
     scores = op.Sigmoid(logits) if moe.scoring == SIGMOID else op.Softmax(logits, axis=-1)
     choice = scores
-    if router.e_score_correction_bias is not None:
-        choice = op.Add(scores, router.e_score_correction_bias)
+    if correction is None:
+        correction = router.e_score_correction_bias
+    if correction is not None:
+        choice = op.Add(scores, correction)
     if moe.groups > 1:
         choice = _best_groups_only(op, choice, moe)
     _, picked = op.TopK(choice, [moe.top_k], axis=-1, _outputs=2)
@@ -76,38 +79,43 @@ def routing_weights(op, router: Router, logits, moe):
 
 
 def _best_groups_only(op, choice, moe):
-    """Zero the scores outside each token's `topk_groups` best groups, a group scoring the sum
-    of its two best experts (DeepSeek-V3's grouped top-k)."""
+    """The scores outside each token's `topk_groups` best groups set to -inf (a corrected score
+    may be negative), a group scoring the sum of its two best experts (DeepSeek-V3's grouped
+    top-k)."""
     per_group = moe.num_experts // moe.groups
     grouped = op.Reshape(choice, [0, moe.groups, per_group])
     best_two, _ = op.TopK(grouped, [min(2, per_group)], axis=-1, _outputs=2)
-    _, groups = op.TopK(op.ReduceSum(best_two, [-1], keepdims=0), [moe.topk_groups], axis=-1)
+    _, groups = op.TopK(
+        op.ReduceSum(best_two, [-1], keepdims=0), [moe.topk_groups], axis=-1, _outputs=2
+    )
     kept = op.ScatterElements(
         op.Mul(op.ReduceSum(grouped, [-1], keepdims=0), 0.0),
         groups,
-        op.Expand(op.Constant(value_float=1.0), op.Shape(groups)),
+        op.Expand(op.CastLike(op.Constant(value_float=1.0), choice), op.Shape(groups)),
         axis=1,
     )
     mask = op.Reshape(op.Expand(op.Unsqueeze(kept, [2]), [1, 1, per_group]), [0, -1])
-    return op.Mul(choice, mask)
+    dropped = op.Add(op.Mul(choice, 0.0), float("-inf"))
+    return op.Where(op.Cast(mask, to=ir.DataType.BOOL), choice, dropped)
 
 
 class SparseMoe(nn.Module):
-    """Router under `router_name`, experts under `experts_name` (read through `layout`), and
-    a shared expert under `shared_name` when the config has one (gated by a sigmoid of
-    `shared_gate_name` when `shared_gated`)."""
+    """Router (a `router_cls`) under `router_name`, experts under `experts_name` (read through
+    `layout`), and a shared expert under `shared_name` when the config has one (gated by a
+    sigmoid of `shared_gate_name` when `shared_gated`)."""
 
     router_name, experts_name = "gate", "experts"
     shared_name, shared_gate_name = "shared_expert", "shared_expert_gate"
     shared_gated = False
     layout = PerExpert()
+    router_cls = Router
 
     def __init__(self, cfg, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         moe = cfg.moe
         self.moe, self.hidden, self.ep = moe, cfg.hidden_size, ep
         self.fallback = self.kernel_refused(cfg, NAME_OF[dtype])
-        setattr(self, self.router_name, Router(cfg, dtype))
+        setattr(self, self.router_name, self.router_cls(cfg, dtype))
         kernel = ep.has(MOE) and self.fallback is None
         setattr(self, self.experts_name, Experts(cfg, dtype, self.layout, kernel))
         if moe.shared_size:
