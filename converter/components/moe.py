@@ -93,21 +93,22 @@ def _best_groups_only(op, choice, moe):
 
 
 class SparseMoe(nn.Module):
-    """Router under `router_name`, experts under `experts_name` (read through `layout`), and
-    a shared expert under `shared_name` when the config has one (gated by a sigmoid of
-    `shared_gate_name` when `shared_gated`)."""
+    """Router (a `router_cls`) under `router_name`, experts under `experts_name` (read through
+    `layout`), and a shared expert under `shared_name` when the config has one (gated by a
+    sigmoid of `shared_gate_name` when `shared_gated`)."""
 
     router_name, experts_name = "gate", "experts"
     shared_name, shared_gate_name = "shared_expert", "shared_expert_gate"
     shared_gated = False
     layout = PerExpert()
+    router_cls = Router
 
     def __init__(self, cfg, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
         moe = cfg.moe
         self.moe, self.hidden, self.ep = moe, cfg.hidden_size, ep
         self.fallback = self.kernel_refused(cfg, NAME_OF[dtype])
-        setattr(self, self.router_name, Router(cfg, dtype))
+        setattr(self, self.router_name, self.router_cls(cfg, dtype))
         kernel = ep.has(MOE) and self.fallback is None
         setattr(self, self.experts_name, Experts(cfg, dtype, self.layout, kernel))
         if moe.shared_size:

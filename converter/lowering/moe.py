@@ -59,7 +59,7 @@ def quantize_experts(model: ir.Model, ep: ExecutionProvider, int4: Int4, act: ir
         qmoe = ir.node(
             "QMoE",
             inputs,
-            attributes=list(attributes.values()),
+            attributes=attributes,
             domain=MS_DOMAIN,
             name=f"{node.name}/q4",
         )

@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 
 from converter.components.moe import SparseMoe
-from converter.config import ArchitectureConfig, ConfigReader
+from converter.config import FULL, SLIDING, ArchitectureConfig, ConfigReader
 from converter.config.moe import MoeConfig, MoeRules
 from converter.errors import WeightsError
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
@@ -127,6 +127,9 @@ class GptOssLM(DecoderLM):
 
 
 class GptOssRules(MoeRules):
+    def layer_type(self, r: ConfigReader, index: int, window: int | None) -> str:
+        return SLIDING if index % 2 == 0 else FULL  # transformers' default `layer_types`
+
     def moe(self, r: ConfigReader, cfg: ArchitectureConfig) -> MoeConfig:
         return dataclasses.replace(
             super().moe(r, cfg),
