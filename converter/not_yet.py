@@ -58,7 +58,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "allocates every present.* output by attention_mask's length and refuses it",
     ),
     "data2vec-text": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "dbrx": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "deepseek_v2": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "deepseek_v3": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "deepseek_v32": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
@@ -114,10 +113,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "glm_moe_dsa": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "got_ocr2": ("vlm", "a vision-language model: issue 14"),
-    "gpt_oss": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "granitemoehybrid": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",

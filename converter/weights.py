@@ -244,13 +244,16 @@ def _tensor_ref(path: Path, name: str, entry: object, data_start: int, data_size
 class Assembly:
     """A parameter made from several checkpoint tensors when the package is written (experts
     stacked into one tensor, gate and up rows interleaved). `parts` names each tensor with the
-    shape it must have; `build` gets their arrays, in the checkpoint dtype, in that order."""
+    shape it must have; `build` gets their arrays, in the checkpoint dtype, in that order.
+    `dtypes`: safetensors dtypes besides floating point its parts may have (the packed bytes
+    and exponents of MXFP4 experts are U8), which `build` turns into floats."""
 
     parts: tuple[tuple[str, tuple[int, ...]], ...]
     build: Callable[[list[np.ndarray]], np.ndarray]
+    dtypes: frozenset[str] = frozenset()
 
     def then(self, transform: Callable[[np.ndarray], np.ndarray]) -> Assembly:
-        return Assembly(self.parts, lambda arrays: transform(self.build(arrays)))
+        return Assembly(self.parts, lambda arrays: transform(self.build(arrays)), self.dtypes)
 
     @staticmethod
     def join(combine: Callable[..., np.ndarray], *assemblies: Assembly) -> Assembly:
@@ -262,7 +265,8 @@ class Assembly:
             spans = zip(assemblies, bounds, bounds[1:], strict=False)
             return combine(*(a.build(arrays[lo:hi]) for a, lo, hi in spans))
 
-        return Assembly(tuple(p for a in assemblies for p in a.parts), build)
+        dtypes = frozenset().union(*(a.dtypes for a in assemblies))
+        return Assembly(tuple(p for a in assemblies for p in a.parts), build, dtypes)
 
 
 def bind(
@@ -282,7 +286,7 @@ def bind(
     used: set[str] = set()
     missing = []
 
-    def find(name: str, shape: tuple[int, ...]) -> TensorRef | None:
+    def find(name: str, shape: tuple[int, ...], dtypes=frozenset()) -> TensorRef | None:
         ref = checkpoint.tensors.get(name)
         if ref is None and prefix and name.startswith(prefix):
             ref = checkpoint.tensors.get(name[len(prefix) :])
@@ -293,7 +297,7 @@ def bind(
             raise WeightsError(
                 f"tensor '{ref.name}' has shape {list(ref.shape)}, the model expects {list(shape)}"
             )
-        if ref.dtype not in _FLOATS:
+        if ref.dtype not in _FLOATS | dtypes:
             raise WeightsError(f"tensor '{ref.name}' is {ref.dtype}, expected floating point")
         used.add(ref.name)
         return ref
@@ -305,7 +309,7 @@ def bind(
             if ref is not None:
                 param.const_value = _lazy_cast(ref, param.dtype)
             continue
-        refs = [find(name, shape) for name, shape in assembly.parts]
+        refs = [find(name, shape, assembly.dtypes) for name, shape in assembly.parts]
         if None not in refs:
             param.const_value = _assembled(param, assembly, refs)
     if missing:

@@ -130,6 +130,8 @@ def _transformers_model(folder: Path, attention: str):
         return None  # transformers refuses the config, or fails running it
     except (TypeError, KeyError):  # or on a None it left unfilled (Ministral's head_dim)
         return None
+    except AttributeError:  # or on a setting it looks for and did not fill (DBRX's rope_theta)
+        return None
     return model
 
 
