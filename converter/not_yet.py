@@ -199,10 +199,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "llama4": ("vlm", "a vision-language model: issue 14"),
-    "llama4_text": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "longcat_flash": (
         "mla",
         "multi-head latent attention (with experts): the next wave (issue 11)",

@@ -1,0 +1,29 @@
+"""Parity cases of Llama 4 (text) and the newer MoE families of converter/models/llama4.py."""
+
+from tests.parity.common import COMMON
+
+# layers 1 and 3 with experts, layer 3 NoPE; chunks of 4 positions, temperature every 2
+LLAMA4 = {
+    **COMMON,
+    "num_hidden_layers": 4,
+    "head_dim": 16,
+    "intermediate_size": 32,
+    "intermediate_size_mlp": 96,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 1,
+    "interleave_moe_layer_step": 2,
+    "attention_chunk_size": 4,
+    "floor_scale": 2,
+    "attn_scale": 0.5,
+}
+
+CASES = {
+    "llama4_text": LLAMA4,
+    # top-2 (dense experts), no chunking or q/k norm: GroupQueryAttention on cpu
+    "llama4_text:top2": {
+        **LLAMA4,
+        "num_experts_per_tok": 2,
+        "attention_chunk_size": 64,
+        "use_qk_norm": False,
+    },
+}
