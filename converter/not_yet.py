@@ -151,7 +151,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "hy_v3": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "hy_v4": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "inkling2_loop_text": (
         "moe",
@@ -214,10 +213,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "marian": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "mbart": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "megatron-bert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "mellum": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "mimo_v2_flash": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",

@@ -27,3 +27,26 @@ CASES = {
         "use_qk_norm": False,
     },
 }
+
+EXPERTS = {"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32}
+
+CASES |= {
+    # a sliding layer with its own rope, a dense layer
+    "mellum": {
+        **COMMON,
+        **EXPERTS,
+        "num_hidden_layers": 3,
+        "head_dim": 16,
+        "sliding_window": 4,
+        "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+        "mlp_layer_types": ["sparse", "dense", "sparse"],
+    },
+    "hy_v3": {
+        **COMMON,
+        **EXPERTS,
+        "head_dim": 16,
+        "mlp_layer_types": ["dense", "sparse"],
+        "num_shared_experts": 2,
+        "router_scaling_factor": 2.5,
+    },
+}
