@@ -96,7 +96,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "flint": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "fuyu": ("vlm", "a vision-language model: issue 14"),
     "gemma3": ("vlm", "a vision-language model: issue 14"),
     "gemma3n": ("speech", "a speech or audio model: issue 13"),
@@ -173,10 +172,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "kimi_linear": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
-    "kolibri1": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "laguna": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",

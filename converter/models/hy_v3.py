@@ -59,7 +59,7 @@ FAMILIES = [
         HyV3LM,
         "sigmoid-scored experts with a selection-only bias, renormalized and scaled, plus "
         "shared experts; per-head q/k RMSNorm",
-        ("tencent/Hunyuan-A13B-Instruct",),
+        ("tencent/Hy3-preview",),
         rules=HyV3Rules(qk_norm="head"),
         category="moe",
     ),

@@ -25,7 +25,7 @@ FAMILIES = [
         DecoderLM,
         "softmax top-k experts in the `mlp_layer_types` layers; sliding-window layers with "
         "their own rope; per-head q/k RMSNorm",
-        ("JetBrains/Mellum-4b-base",),
+        ("JetBrains/Mellum2-12B-A2.5B-Base",),
         rules=MellumRules(qk_norm="head"),
         category="moe",
         unused=(r"^mtp\.",),

@@ -50,3 +50,26 @@ CASES |= {
         "router_scaling_factor": 2.5,
     },
 }
+
+CASES |= {
+    # NoPE full layers around a sliding one with sinks; a dense first layer
+    "flint": {
+        **COMMON,
+        **EXPERTS,
+        "num_hidden_layers": 3,
+        "head_dim": 16,
+        "sliding_window": 4,
+        "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+        "mlp_only_layers": [0],
+        "shared_expert_intermediate_size": 48,
+    },
+    "kolibri1": {
+        **COMMON,
+        **EXPERTS,
+        "head_dim": 16,
+        "sliding_window": 4,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "shared_expert_intermediate_size": 48,
+        "norm_topk_prob": True,
+    },
+}
