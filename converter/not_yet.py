@@ -214,8 +214,9 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "minicpm3": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "minimax": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
+        "ssm",
+        "lightning (linear) attention in its `linear_attention` layers keeps a recurrent state "
+        "per layer instead of a KV cache: a cache of another kind, not yet",
     ),
     "minimax_m2": (
         "moe",

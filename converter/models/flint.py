@@ -6,7 +6,7 @@ import dataclasses
 
 from converter.components.attention import Attention
 from converter.components.moe import SparseMoe
-from converter.config import SLIDING, ConfigReader, Rope
+from converter.config import FULL, SLIDING, ConfigReader, Rope
 from converter.config.moe import SIGMOID, MoeConfig, MoeRules
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.models.moe_layers import renamed
@@ -14,6 +14,15 @@ from converter.registry import Family
 
 
 class FlintRules(MoeRules):
+    def layer_type(self, r: ConfigReader, index: int, window: int | None) -> str:
+        last = r.int("num_hidden_layers") - 1
+        return FULL if index < 2 or index % 4 == 1 or index == last else SLIDING
+
+    def sparse_layers(self, r: ConfigReader, layers: int) -> tuple[bool, ...]:
+        if r.raw.get("mlp_only_layers") is None:  # transformers' default: the first two dense
+            r.raw["mlp_only_layers"] = [i for i in (0, 1) if i < layers]
+        return super().sparse_layers(r, layers)
+
     def layer_ropes(self, r: ConfigReader, head_dim: int, layer_types) -> tuple[Rope | None, ...]:
         rope = self.rope(r, head_dim)
         return tuple(rope if kind == SLIDING else None for kind in layer_types)

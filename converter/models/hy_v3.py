@@ -22,7 +22,7 @@ class HyV3Rules(MoeRules):
             correction_bias=True,
             routed_scaling=r.float("router_scaling_factor", default=1.0),
             shared_size=moe.expert_size * r.int("num_shared_experts", default=1, lo=0),
-            sparse_layers=mlp_layer_types(r, cfg.num_hidden_layers),
+            sparse_layers=mlp_layer_types(r, cfg.num_hidden_layers, dense_first=1),
         )
 
 

@@ -7,7 +7,7 @@ import dataclasses
 from types import MappingProxyType
 
 from converter.components.moe import SparseMoe
-from converter.config import SLIDING, ConfigReader, Rope
+from converter.config import FULL, SLIDING, ConfigReader, Rope
 from converter.config.moe import SIGMOID, MoeConfig, MoeRules
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.models.moe_layers import renamed
@@ -15,6 +15,9 @@ from converter.registry import Family
 
 
 class Kolibri1Rules(MoeRules):
+    def layer_type(self, r: ConfigReader, index: int, window: int | None) -> str:
+        return FULL if (index + 1) % 5 == 0 else SLIDING
+
     def layer_ropes(self, r: ConfigReader, head_dim: int, layer_types) -> tuple[Rope | None, ...]:
         rope = self.rope(r, head_dim)
         windowed = r.has("sliding_window")

@@ -3,7 +3,7 @@ and experts in the layers `mlp_layer_types` marks sparse; any MTP layer goes unr
 
 import dataclasses
 
-from converter.config import ConfigReader, Rope, parse_local_rope
+from converter.config import FULL, ConfigReader, Rope, parse_local_rope
 from converter.config.moe import MoeConfig, MoeRules
 from converter.models.decoder import DecoderLM
 from converter.models.moe_layers import mlp_layer_types
@@ -11,6 +11,9 @@ from converter.registry import Family
 
 
 class MellumRules(MoeRules):
+    def layer_type(self, r: ConfigReader, index: int, window: int | None) -> str:
+        return FULL  # without layer_types, every layer attends fully
+
     def local_rope(self, r: ConfigReader, head_dim: int) -> Rope | None:
         return parse_local_rope(r.raw, head_dim=head_dim)
 

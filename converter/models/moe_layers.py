@@ -8,11 +8,12 @@ from converter.errors import ConfigError
 from converter.weights import Assembly
 
 
-def mlp_layer_types(r: ConfigReader, layers: int) -> tuple[bool, ...]:
-    """Per layer: experts ("sparse") or the dense MLP ("dense"); all sparse when unset."""
+def mlp_layer_types(r: ConfigReader, layers: int, dense_first: int = 0) -> tuple[bool, ...]:
+    """Per layer: experts ("sparse") or the dense MLP ("dense"); unset, the first
+    `dense_first` layers dense and the rest sparse (the family's transformers default)."""
     kinds = r.raw.get("mlp_layer_types")
     if kinds is None:
-        return (True,) * layers
+        return tuple(i >= dense_first for i in range(layers))
     if not isinstance(kinds, list) or len(kinds) != layers or set(kinds) - {"sparse", "dense"}:
         raise ConfigError(f"'mlp_layer_types' must list 'sparse' or 'dense' for each of {layers}")
     return tuple(kind == "sparse" for kind in kinds)
