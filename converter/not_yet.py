@@ -86,7 +86,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "flint": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "fuyu": ("vlm", "a vision-language model: issue 14"),
     "gemma3": ("vlm", "a vision-language model: issue 14"),
     "gemma3n": ("speech", "a speech or audio model: issue 13"),
@@ -117,7 +116,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "hy_v3": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "hy_v4": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "inkling2_loop_text": (
         "moe",
@@ -136,10 +134,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "kimi_linear": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
-    "kolibri1": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "laguna": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -161,10 +155,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "llama4": ("vlm", "a vision-language model: issue 14"),
-    "llama4_text": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "longcat_flash": (
         "mla",
         "multi-head latent attention (with experts): the next wave (issue 11)",
@@ -180,17 +170,14 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "marian": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "mbart": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "megatron-bert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "mellum": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "mimo_v2_flash": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "minimax": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
+        "ssm",
+        "lightning (linear) attention in its `linear_attention` layers keeps a recurrent state "
+        "per layer instead of a KV cache: a cache of another kind, not yet",
     ),
     "minimax_m3_vl_text": (
         "moe",
