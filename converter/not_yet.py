@@ -47,10 +47,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "own",
     ),
     "camembert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "cohere2_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "cpmant": (
         "dense",
         "a prefix LM whose first call prepends prompt_length learned prompt tokens that stay "

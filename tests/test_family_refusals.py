@@ -32,6 +32,12 @@ REFUSED = [
     ("dory", {"recurrent_kv_cache_mode": "none"}, "recurrent_kv_cache_mode"),
     ("gemma3n_text", {"num_kv_shared_layers": 4}, "num_kv_shared_layers"),  # no full one left
     ("gemma3n_text", {"intermediate_size": [96, 64]}, "intermediate_size"),
+    ("cohere2_moe", {"expert_selection_fn": "sparsemixer"}, "expert_selection_fn"),
+    (
+        "cohere2_moe",
+        {"shared_expert_combination_strategy": "max"},
+        "shared_expert_combination_strategy",
+    ),
 ]
 
 
