@@ -71,10 +71,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "electra": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "emu3": ("vlm", "a vision-language model: issue 14"),
     "ernie": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "exaone_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "falcon_h1": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",

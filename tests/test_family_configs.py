@@ -78,7 +78,7 @@ REFUSED = [
 
 # cases whose config.json on the Hub may give `first_k_dense_replace` and a pattern where
 # transformers saves the layer lists it derives from them (`layer_types`, `mlp_layer_types`)
-DERIVED_LAYER_LISTS = ["cohere2_moe", "cohere2_moe:sigmoid"]
+DERIVED_LAYER_LISTS = ["cohere2_moe", "cohere2_moe:sigmoid", "exaone_moe"]
 
 
 @pytest.mark.parametrize("case", DERIVED_LAYER_LISTS)
