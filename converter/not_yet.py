@@ -151,7 +151,11 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "lfm2_moe": (
         "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
+        "LFM2's experts would fit the MoE core, but most of its layers are gated short "
+        "convolutions (in_proj to B, C, x; a depthwise conv of conv_L_cache taps over B * x) "
+        "whose recent inputs are a per-layer state carried between calls; the "
+        "text-generation task, its genai_config and the runtime only carry KV caches, so the "
+        "conv state (as for lfm2) is not yet",
     ),
     "lfm3": (
         "ssm",
