@@ -47,10 +47,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "own",
     ),
     "camembert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "cohere2_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "cpmant": (
         "dense",
         "a prefix LM whose first call prepends prompt_length learned prompt tokens that stay "
@@ -74,10 +70,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "electra": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "emu3": ("vlm", "a vision-language model: issue 14"),
     "ernie": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "exaone_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "falcon_h1": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
@@ -148,7 +140,11 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "lfm2_moe": (
         "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
+        "LFM2's experts would fit the MoE core, but most of its layers are gated short "
+        "convolutions (in_proj to B, C, x; a depthwise conv of conv_L_cache taps over B * x) "
+        "whose recent inputs are a per-layer state carried between calls; the "
+        "text-generation task, its genai_config and the runtime only carry KV caches, so the "
+        "conv state (as for lfm2) is not yet",
     ),
     "lfm3": (
         "ssm",

@@ -76,6 +76,22 @@ REFUSED = [
 ]
 
 
+# cases whose config.json on the Hub may give `first_k_dense_replace` and a pattern where
+# transformers saves the layer lists it derives from them (`layer_types`, `mlp_layer_types`)
+DERIVED_LAYER_LISTS = ["cohere2_moe", "cohere2_moe:sigmoid", "exaone_moe"]
+
+
+@pytest.mark.parametrize("case", DERIVED_LAYER_LISTS)
+def test_layer_lists_derive_as_transformers_derives_them(case: str) -> None:
+    hub = {k: v for k, v in CASES[case].items() if k not in ("layer_types", "mlp_layer_types")}
+    model_type = case.split(":")[0]
+    expected = transformers.AutoConfig.for_model(model_type, **hub).to_dict()
+    assert "first_k_dense_replace" in hub
+    assert ArchitectureConfig.from_hf({"model_type": model_type, **hub}) == (
+        ArchitectureConfig.from_hf(expected)
+    )
+
+
 @pytest.mark.parametrize(("model_type", "changes", "message"), REFUSED)
 def test_options_a_family_cannot_honour_are_refused(model_type, changes, message) -> None:
     config = {"model_type": model_type, **CASES[model_type], **changes}

@@ -32,6 +32,18 @@ REFUSED = [
     ("dory", {"recurrent_kv_cache_mode": "none"}, "recurrent_kv_cache_mode"),
     ("gemma3n_text", {"num_kv_shared_layers": 4}, "num_kv_shared_layers"),  # no full one left
     ("gemma3n_text", {"intermediate_size": [96, 64]}, "intermediate_size"),
+    ("cohere2_moe", {"expert_selection_fn": "sparsemixer"}, "expert_selection_fn"),
+    ("exaone_moe", {"sliding_window": None}, "sliding_window"),
+    (
+        "exaone_moe",
+        {"sliding_window_pattern": "LLLG", "layer_types": None},
+        "sliding_window_pattern",
+    ),
+    (
+        "cohere2_moe",
+        {"shared_expert_combination_strategy": "max"},
+        "shared_expert_combination_strategy",
+    ),
 ]
 
 
