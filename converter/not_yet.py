@@ -139,7 +139,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "lfm2_moe": (
-        "moe",
+        "ssm",
         "LFM2's experts would fit the MoE core, but most of its layers are gated short "
         "convolutions (in_proj to B, C, x; a depthwise conv of conv_L_cache taps over B * x) "
         "whose recent inputs are a per-layer state carried between calls; the "
