@@ -240,10 +240,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "sarvam_mla": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
-    "sarvam_moe": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "trocr": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "whisper": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "xlm": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
