@@ -23,8 +23,12 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "axk1": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "axk2": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "bailing_hybrid": (
-        "mla",
-        "multi-head latent attention (with experts): the next wave (issue 11)",
+        "ssm",
+        "Ling 3's hybrid: most layers are Kimi delta attention (gated delta-rule linear attention"
+        " after short causal convolutions of q, k and v), whose recurrent state and conv states "
+        "are carried between calls; the others are gated multi-head latent attention. The "
+        "text-generation task, its genai_config and the runtime carry only KV caches, so the "
+        "delta state is not yet",
     ),
     "bamba": (
         "ssm",
@@ -58,8 +62,15 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "deepseek_v3": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "deepseek_v32": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "deepseek_v4": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
+        "mla",
+        "DeepSeek-V4's attention keeps three caches per layer, not one KV pair: a sliding window "
+        "of a single shared K=V head plus long-range entries its compressors emit every "
+        "compress_rate tokens (HCA) or scored by a lightning indexer with its own key cache "
+        "(CSA), the compressors' buffers of not-yet-compressed tokens carried between calls; "
+        "around it run manifold-constrained hyper-connections (hc_mult residual streams mixed by "
+        "Sinkhorn-normalized weights) and hash-routed first MoE layers (a token-id -> expert "
+        "table). That compressed, buffered cache has no place in the task, genai_config or "
+        "runtime yet",
     ),
     "doge": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "dots3_note": ("speech", "a speech or audio model: issue 13"),
@@ -108,18 +119,35 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "hy_v4": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
+    "hy_v4": (
+        "mla",
+        "HY-V4's attention is DeepSeek-V3.2's sparse (DSA) multi-head latent attention: a "
+        "lightning indexer with its own per-layer key cache picks each query's top-k keys (shared"
+        " across layers by indexer_types), so a layer keeps an indexer cache besides its latent "
+        "KV cache, which the task, genai_config and runtime do not carry yet; its layers also mix"
+        " hyper-connection residual streams",
+    ),
     "inkling2_loop_text": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
+        "ssm",
+        "Inkling 2 with looped layers (loop_layer_index_start..end run more than once, passing "
+        "gated messages between passes): each layer also runs short causal convolutions whose "
+        "recent inputs are a per-layer conv state carried between calls, which the "
+        "text-generation task, its genai_config and the runtime do not carry (as for lfm2)",
     ),
     "inkling2_text": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
+        "ssm",
+        "Inkling 2's layers run short causal convolutions (dynamic ones on the keys and values, "
+        "fixed ones after attention and the MLP) whose recent inputs are a per-layer conv state "
+        "carried between calls, and mix block attention residuals; the text-generation task, its "
+        "genai_config and the runtime carry only KV caches, so the conv state (as for lfm2) is "
+        "not yet",
     ),
     "inkling_text": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
+        "ssm",
+        "every Inkling layer runs short causal convolutions (on the keys, and on the attention "
+        "and MLP outputs, conv_kernel_size / sconv_kernel_size taps) whose recent inputs are a "
+        "per-layer conv state carried between calls; the text-generation task, its genai_config "
+        "and the runtime carry only KV caches, so the conv state (as for lfm2) is not yet",
     ),
     "jamba": (
         "ssm",
@@ -176,8 +204,11 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "per layer instead of a KV cache: a cache of another kind, not yet",
     ),
     "minimax_m3_vl_text": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
+        "mla",
+        "MiniMax-M3's `minimax_m3_sparse` layers are block-sparse attention picked by a lightning"
+        " indexer whose keys are a second per-layer cache (idx_keys) beside the KV cache; the "
+        "task, genai_config and runtime carry one KV pair per layer, so the indexer cache is not "
+        "yet",
     ),
     "mllama": ("vlm", "a vision-language model: issue 14"),
     "moshi": ("speech", "a speech or audio model: issue 13"),
