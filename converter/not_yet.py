@@ -35,7 +35,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "bart": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "beam": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "bert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "bert-generation": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "big_bird": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),

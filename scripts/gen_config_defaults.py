@@ -48,8 +48,9 @@ def family_defaults(model_type: str) -> dict[str, Any]:
         nested = FULL in rope  # per layer type (Gemma 3 and 4): their rules hold the defaults
         if nested:
             defaults["rope_local_base_freq"] = rope[SLIDING]["rope_theta"]
-            rope = rope[FULL]
-        defaults["rope_theta"] = rope["rope_theta"]
+            rope = rope[FULL] or {}  # None: full layers without rotary (Beam)
+        if "rope_theta" in rope:
+            defaults["rope_theta"] = rope["rope_theta"]
         if not nested and rope.get("rope_type", "default") != "default":
             defaults["rope_parameters"] = rope
         if "partial_rotary_factor" in rope:
