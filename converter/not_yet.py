@@ -59,8 +59,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "data2vec-text": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "dbrx": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
-    "deepseek_v2": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
-    "deepseek_v3": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "deepseek_v32": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "deepseek_v4": (
         "moe",
@@ -120,10 +118,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "glm4_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
-    "glm4_moe_lite": (
-        "mla",
-        "multi-head latent attention (with experts): the next wave (issue 11)",
     ),
     "glm_moe_dsa": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "got_ocr2": ("vlm", "a vision-language model: issue 14"),
@@ -302,7 +296,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "sarvam_mla": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "sarvam_moe": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -322,7 +315,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "xmod": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "youtu": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "zamba": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",

@@ -58,14 +58,15 @@ def kernel_computes_routing(moe) -> bool:
     )
 
 
-def routing_weights(op, router: Router, logits, moe):
-    """[T, E]: each token's top-k weights at its experts, zero elsewhere."""
+def routing_weights(op, router: Router, logits, moe, group_best: int = 2):
+    """[T, E]: each token's top-k weights at its experts, zero elsewhere. With groups, a
+    group scores the sum of its `group_best` best experts (DeepSeek-V3: 2; V2: 1, its max)."""
     scores = op.Sigmoid(logits) if moe.scoring == SIGMOID else op.Softmax(logits, axis=-1)
     choice = scores
     if router.e_score_correction_bias is not None:
         choice = op.Add(scores, router.e_score_correction_bias)
     if moe.groups > 1:
-        choice = _best_groups_only(op, choice, moe)
+        choice = _best_groups_only(op, choice, moe, group_best)
     _, picked = op.TopK(choice, [moe.top_k], axis=-1, _outputs=2)
     weights = op.GatherElements(scores, picked, axis=1)
     if moe.normalize:
@@ -75,13 +76,15 @@ def routing_weights(op, router: Router, logits, moe):
     return op.ScatterElements(op.Mul(scores, 0.0), picked, weights, axis=1)
 
 
-def _best_groups_only(op, choice, moe):
-    """Zero the scores outside each token's `topk_groups` best groups, a group scoring the sum
-    of its two best experts (DeepSeek-V3's grouped top-k)."""
+def _best_groups_only(op, choice, moe, group_best: int = 2):
+    """-inf for the scores outside each token's `topk_groups` best groups (as transformers
+    masks them: a corrected score may be negative), a group scoring the sum of its
+    `group_best` best experts (DeepSeek-V3's grouped top-k)."""
     per_group = moe.num_experts // moe.groups
     grouped = op.Reshape(choice, [0, moe.groups, per_group])
-    best_two, _ = op.TopK(grouped, [min(2, per_group)], axis=-1, _outputs=2)
-    _, groups = op.TopK(op.ReduceSum(best_two, [-1], keepdims=0), [moe.topk_groups], axis=-1)
+    best, _ = op.TopK(grouped, [min(group_best, per_group)], axis=-1, _outputs=2)
+    group_scores = op.ReduceSum(best, [-1], keepdims=0)
+    _, groups = op.TopK(group_scores, [moe.topk_groups], axis=-1, _outputs=2)
     kept = op.ScatterElements(
         op.Mul(op.ReduceSum(grouped, [-1], keepdims=0), 0.0),
         groups,
@@ -89,7 +92,8 @@ def _best_groups_only(op, choice, moe):
         axis=1,
     )
     mask = op.Reshape(op.Expand(op.Unsqueeze(kept, [2]), [1, 1, per_group]), [0, -1])
-    return op.Mul(choice, mask)
+    outside = op.CastLike(op.Constant(value_float=float("-inf")), choice)
+    return op.Where(op.Cast(mask, to=ir.DataType.BOOL), choice, outside)
 
 
 class SparseMoe(nn.Module):

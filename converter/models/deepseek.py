@@ -1,0 +1,197 @@
+"""DeepSeek-V2/V3 and their kin: Llama layers whose attention is multi-head latent attention
+(components/mla.py) and whose MLPs, from `first_k_dense_replace` on, are routed experts plus
+`n_shared_experts` shared ones (`mlp.shared_experts`, `moe_intermediate_size` wide each).
+
+- DeepSeek-V2: interleaved rotary pairs; softmax scores, top-k over all experts (`greedy`) or
+  over the `topk_group` groups with the best single expert (`group_limited_greedy`); the picks
+  times `routed_scaling_factor`, never renormalized (transformers reads no `norm_topk_prob`).
+- DeepSeek-V3 (and SarvamMLA, which transformers runs as it): sigmoid scores, chosen with
+  `e_score_correction_bias` added, within the `topk_group` groups whose two best experts sum
+  highest (noaux_tc), renormalized per `norm_topk_prob`, times `routed_scaling_factor`;
+  `rope_interleave` pairs.
+- GLM-4-MoE-Lite: DeepSeek-V3's layers, experts where `mlp_layer_types` says "sparse".
+- Youtu: DeepSeek-V3's attention in dense Llama layers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from converter.components.mla import GQA_REFUSED, LatentAttention, latent_caches
+from converter.components.moe import SparseMoe, routing_weights
+from converter.config import ConfigReader
+from converter.config.mla import MLARules
+from converter.config.moe import MAX_EXPERTS, SIGMOID, MoeConfig, MoeRules
+from converter.errors import ConfigError
+from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
+from converter.registry import Family
+
+_TOPK_METHODS = ("greedy", "group_limited_greedy")
+
+
+class DeepseekMoe(SparseMoe):
+    shared_name = "shared_experts"
+
+
+class DeepseekV2Moe(DeepseekMoe):
+    def route(self, op, router, logits):
+        return routing_weights(op, router, logits, self.moe, group_best=1)  # a group's max
+
+
+class LatentLayer(DecoderLayer):
+    attention_cls = LatentAttention
+
+
+class DeepseekLayer(LatentLayer):
+    moe_cls = DeepseekMoe
+
+
+class DeepseekV2Layer(DeepseekLayer):
+    moe_cls = DeepseekV2Moe
+
+
+class DeepseekBody(DecoderBody):
+    layer_cls = DeepseekLayer
+    gqa_refused = GQA_REFUSED
+
+
+class DeepseekV2Body(DeepseekBody):
+    layer_cls = DeepseekV2Layer
+
+
+class DeepseekLM(DecoderLM):
+    body_cls = DeepseekBody
+
+    def caches(self):
+        return latent_caches(self.cfg)
+
+
+class DeepseekV2LM(DeepseekLM):
+    body_cls = DeepseekV2Body
+
+
+class LatentRules(MLARules, MoeRules):
+    """MLA and experts: rotary pairs per `rope_layout` (None: `rope_interleave` chooses)."""
+
+    def __init__(self, aliases=None, rope_layout: str | None = None, **traits) -> None:
+        super().__init__(aliases, rope_layout, **traits)
+
+    def moe(self, r: ConfigReader, cfg) -> MoeConfig:
+        moe = super().moe(r, cfg)
+        shared = r.int("n_shared_experts", hi=MAX_EXPERTS) * moe.expert_size
+        routed_scaling = r.float("routed_scaling_factor", default=1.0)
+        return dataclasses.replace(moe, shared_size=shared, routed_scaling=routed_scaling)
+
+    def sparse_layers(self, r: ConfigReader, layers: int) -> tuple[bool, ...]:
+        if r.get("moe_layer_freq", default=1) != 1:
+            r.refuse(
+                "moe_layer_freq",
+                "transformers gives every layer from first_k_dense_replace on its experts",
+            )
+        return super().sparse_layers(r, layers)
+
+
+class DeepseekV2Rules(LatentRules):
+    def moe(self, r: ConfigReader, cfg) -> MoeConfig:
+        method = r.str("topk_method", default="greedy")
+        if method not in _TOPK_METHODS:
+            r.refuse("topk_method", f"transformers' DeepSeek-V2 routes by {_TOPK_METHODS}")
+        if r.bool("norm_topk_prob", False):
+            r.refuse("norm_topk_prob", "transformers' DeepSeek-V2 never renormalizes the picks")
+        moe = super().moe(r, cfg)
+        if method == "greedy":
+            return moe
+        groups = r.int("n_group", hi=MAX_EXPERTS)
+        return dataclasses.replace(
+            moe, groups=groups, topk_groups=r.int("topk_group", hi=MAX_EXPERTS)
+        )
+
+
+class DeepseekV3Rules(LatentRules):
+    def moe(self, r: ConfigReader, cfg) -> MoeConfig:
+        return dataclasses.replace(
+            super().moe(r, cfg),
+            scoring=SIGMOID,
+            correction_bias=True,
+            groups=r.int("n_group", hi=MAX_EXPERTS),
+            topk_groups=r.int("topk_group", hi=MAX_EXPERTS),
+        )
+
+
+class Glm4MoeLiteRules(DeepseekV3Rules):
+    def sparse_layers(self, r: ConfigReader, layers: int) -> tuple[bool, ...]:
+        """`mlp_layer_types` (default: the first layer dense), as transformers reads it; it
+        ignores `first_k_dense_replace`, so a config whose count disagrees is refused."""
+        kinds = r.raw.get("mlp_layer_types") or ["dense"] + ["sparse"] * (layers - 1)
+        if (
+            not isinstance(kinds, list)
+            or len(kinds) != layers
+            or not set(kinds) <= {"dense", "sparse"}
+        ):
+            raise ConfigError(
+                f"'mlp_layer_types' must list 'dense' or 'sparse' for {layers} layers"
+            )
+        sparse = tuple(kind == "sparse" for kind in kinds)
+        leading_dense = next((i for i, s in enumerate(sparse) if s), layers)
+        if r.get("first_k_dense_replace", default=leading_dense) != leading_dense:
+            r.refuse(
+                "first_k_dense_replace", "transformers reads the dense layers from mlp_layer_types"
+            )
+        return sparse
+
+
+class YoutuBody(DecoderBody):
+    layer_cls = LatentLayer
+    gqa_refused = GQA_REFUSED
+
+
+class YoutuLM(DeepseekLM):
+    body_cls = YoutuBody
+
+
+_CATEGORY = "mla"
+
+FAMILIES = [
+    Family(
+        "deepseek_v2",
+        DeepseekV2LM,
+        "multi-head latent attention (interleaved rotary pairs); softmax experts, greedy or "
+        "group-limited, routed scaling, shared experts, first layers dense",
+        ("deepseek-ai/DeepSeek-V2-Lite",),
+        rules=DeepseekV2Rules(rope_layout="interleaved"),
+        category=_CATEGORY,
+    ),
+    Family(
+        "deepseek_v3",
+        DeepseekLM,
+        "multi-head latent attention; sigmoid experts with a correction bias, grouped top-k, "
+        "routed scaling, shared experts, first layers dense",
+        ("deepseek-ai/DeepSeek-V3",),
+        rules=DeepseekV3Rules(),
+        category=_CATEGORY,
+    ),
+    Family(
+        "sarvam_mla",
+        DeepseekLM,
+        "DeepSeek-V3's layers (transformers runs it as deepseek_v3)",
+        ("sarvamai/sarvam-105b",),
+        rules=DeepseekV3Rules({"num_shared_experts": "n_shared_experts"}),
+        category=_CATEGORY,
+    ),
+    Family(
+        "glm4_moe_lite",
+        DeepseekLM,
+        "DeepSeek-V3's layers, experts where `mlp_layer_types` says sparse",
+        ("zai-org/GLM-4.7-Flash",),
+        rules=Glm4MoeLiteRules(),
+        category=_CATEGORY,
+    ),
+    Family(
+        "youtu",
+        YoutuLM,
+        "multi-head latent attention in dense Llama layers",
+        ("tencent/Youtu-LLM-2B",),
+        rules=MLARules(rope_layout=None),
+        category=_CATEGORY,
+    ),
+]
