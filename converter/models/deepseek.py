@@ -10,6 +10,8 @@
   highest (noaux_tc), renormalized per `norm_topk_prob`, times `routed_scaling_factor`;
   `rope_interleave` pairs.
 - GLM-4-MoE-Lite: DeepSeek-V3's layers, experts where `mlp_layer_types` says "sparse".
+- A.X-K1: DeepSeek-V3 whose expert layers norm their MLP output (`post_mlp_layernorm`),
+  experts where `mlp_layer_types` (or its legacy `first_k_dense_replace` / `moe_layer_freq`) says.
 - Youtu: DeepSeek-V3's attention in dense Llama layers.
 """
 
@@ -19,6 +21,7 @@ import dataclasses
 
 from converter.components.mla import GQA_REFUSED, LatentAttention, latent_caches
 from converter.components.moe import SparseMoe, routing_weights
+from converter.components.norms import make_norm
 from converter.config import ConfigReader
 from converter.config.mla import MLARules
 from converter.config.moe import MAX_EXPERTS, SIGMOID, MoeConfig, MoeRules
@@ -50,6 +53,24 @@ class DeepseekV2Layer(DeepseekLayer):
     moe_cls = DeepseekV2Moe
 
 
+class AXK1Layer(DeepseekLayer):
+    """The pre-norm layer, with `post_mlp_layernorm` on the output of an expert layer's MLP."""
+
+    def __init__(self, cfg, index: int, dtype, ep):
+        super().__init__(cfg, index, dtype, ep)
+        sparse = cfg.moe.is_sparse(index)
+        self.post_mlp_layernorm = make_norm(cfg, cfg.hidden_size, dtype) if sparse else None
+
+    def forward(self, op, x, kernel, past_key, past_value):
+        h = self.input_layernorm(op, x)
+        a, key, value = self.self_attn(op, h, kernel, past_key, past_value)
+        x = op.Add(x, a)
+        m = self.mlp(op, self.post_attention_layernorm(op, x))
+        if self.post_mlp_layernorm is not None:
+            m = self.post_mlp_layernorm(op, m)
+        return op.Add(x, m), key, value
+
+
 class DeepseekBody(DecoderBody):
     layer_cls = DeepseekLayer
     gqa_refused = GQA_REFUSED
@@ -57,6 +78,10 @@ class DeepseekBody(DecoderBody):
 
 class DeepseekV2Body(DeepseekBody):
     layer_cls = DeepseekV2Layer
+
+
+class AXK1Body(DeepseekBody):
+    layer_cls = AXK1Layer
 
 
 class DeepseekLM(DecoderLM):
@@ -118,20 +143,19 @@ class DeepseekV3Rules(LatentRules):
         )
 
 
+def _layer_kinds(kinds, layers: int) -> tuple[bool, ...]:
+    """`mlp_layer_types`: per layer, experts ("sparse") or the dense MLP ("dense")."""
+    if not isinstance(kinds, list) or len(kinds) != layers or not set(kinds) <= {"dense", "sparse"}:
+        raise ConfigError(f"'mlp_layer_types' must list 'dense' or 'sparse' for {layers} layers")
+    return tuple(kind == "sparse" for kind in kinds)
+
+
 class Glm4MoeLiteRules(DeepseekV3Rules):
     def sparse_layers(self, r: ConfigReader, layers: int) -> tuple[bool, ...]:
         """`mlp_layer_types` (default: the first layer dense), as transformers reads it; it
         ignores `first_k_dense_replace`, so a config whose count disagrees is refused."""
         kinds = r.raw.get("mlp_layer_types") or ["dense"] + ["sparse"] * (layers - 1)
-        if (
-            not isinstance(kinds, list)
-            or len(kinds) != layers
-            or not set(kinds) <= {"dense", "sparse"}
-        ):
-            raise ConfigError(
-                f"'mlp_layer_types' must list 'dense' or 'sparse' for {layers} layers"
-            )
-        sparse = tuple(kind == "sparse" for kind in kinds)
+        sparse = _layer_kinds(kinds, layers)
         leading_dense = next((i for i, s in enumerate(sparse) if s), layers)
         if r.get("first_k_dense_replace", default=leading_dense) != leading_dense:
             r.refuse(
@@ -140,9 +164,30 @@ class Glm4MoeLiteRules(DeepseekV3Rules):
         return sparse
 
 
+class AXK1Rules(DeepseekV3Rules):
+    def read(self, r: ConfigReader):
+        if not r.has("q_lora_rank"):
+            r.refuse("q_lora_rank", "A.X-K1's queries always come through q_a_proj / q_b_proj")
+        return super().read(r)
+
+    def sparse_layers(self, r: ConfigReader, layers: int) -> tuple[bool, ...]:
+        """`mlp_layer_types`, else (as transformers derives it) the layers from
+        `first_k_dense_replace` on whose index `moe_layer_freq` divides."""
+        kinds = r.raw.get("mlp_layer_types")
+        if kinds is None:
+            first = r.int("first_k_dense_replace", default=1, lo=0, hi=layers)
+            freq = r.int("moe_layer_freq", default=1)
+            return tuple(i >= first and i % freq == 0 for i in range(layers))
+        return _layer_kinds(kinds, layers)
+
+
 class YoutuBody(DecoderBody):
     layer_cls = LatentLayer
     gqa_refused = GQA_REFUSED
+
+
+class AXK1LM(DeepseekLM):
+    body_cls = AXK1Body
 
 
 class YoutuLM(DeepseekLM):
@@ -185,6 +230,16 @@ FAMILIES = [
         ("zai-org/GLM-4.7-Flash",),
         rules=Glm4MoeLiteRules(),
         category=_CATEGORY,
+    ),
+    Family(
+        "axk1",
+        AXK1LM,
+        "DeepSeek-V3's layers, expert layers norming their MLP output",
+        ("skt/A.X-K1",),
+        rules=AXK1Rules(),
+        category=_CATEGORY,
+        # the released checkpoints also store the norm for the dense layers, which skip it
+        unused=(r"model\.layers\.\d+\.post_mlp_layernorm\.weight",),
     ),
     Family(
         "youtu",

@@ -78,6 +78,8 @@ CASES = {
         "mlp_layer_types": ["dense", "sparse", "dense"],
         "routed_scaling_factor": 1.8,
     },
+    # DeepSeek-V3 with a norm on each expert layer's MLP output
+    "axk1": {**BASE, **GROUPED, "routed_scaling_factor": 2.5},
     "youtu": {
         **{k: v for k, v in BASE.items() if k in COMMON or k in MLA},
         "num_hidden_layers": 2,
