@@ -20,7 +20,11 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "axk2": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
+    "axk2": (
+        "mla",
+        "DeepSeek sparse attention (an indexer with its own key cache picking each query's top "
+        "index_topk past tokens) and norms gated by a low-rank sigmoid MLP: not yet",
+    ),
     "bailing_hybrid": (
         "mla",
         "multi-head latent attention (with experts): the next wave (issue 11)",
@@ -58,7 +62,11 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "data2vec-text": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "dbrx": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
-    "deepseek_v32": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
+    "deepseek_v32": (
+        "mla",
+        "DeepSeek sparse attention: a per-layer indexer, with a key cache of its own, keeps each "
+        "query's top index_topk past tokens (a third cache per layer and a top-k mask): not yet",
+    ),
     "deepseek_v4": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -68,7 +76,8 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "dots3_note": ("speech", "a speech or audio model: issue 13"),
     "dots3_note_text": (
         "mla",
-        "multi-head latent attention (with experts): the next wave (issue 11)",
+        "DeepSeek sparse attention: a per-layer indexer, with a key cache of its own, keeps each "
+        "query's top index_topk past tokens (a third cache per layer and a top-k mask): not yet",
     ),
     "electra": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "emu3": ("vlm", "a vision-language model: issue 14"),
@@ -118,7 +127,11 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "glm_moe_dsa": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
+    "glm_moe_dsa": (
+        "mla",
+        "DeepSeek sparse attention: a per-layer indexer, with a key cache of its own, keeps each "
+        "query's top index_topk past tokens (a third cache per layer and a top-k mask): not yet",
+    ),
     "got_ocr2": ("vlm", "a vision-language model: issue 14"),
     "gpt_oss": (
         "moe",
@@ -166,7 +179,11 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "kimi_linear": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
+    "kimi_linear": (
+        "mla",
+        "Kimi Delta Attention (linear-attention) layers between its latent-attention layers keep a"
+        " recurrent state and convolution cache, a cache of another kind: not yet",
+    ),
     "kolibri1": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -198,7 +215,8 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "longcat_flash": (
         "mla",
-        "multi-head latent attention (with experts): the next wave (issue 11)",
+        "each layer runs two latent-attention sublayers (two caches per layer) and two dense MLPs "
+        "beside a shortcut MoE with zero-computation experts: not yet",
     ),
     "mamba": (
         "ssm",
