@@ -48,8 +48,9 @@ def test_an_unimplemented_setting_is_refused_by_name(case, changes, key):
 
 
 BAD_EXPERTS = [
-    ("deepseek_v3", {"n_group": 3}, "'n_group' = 3 does not divide the 8 experts"),
-    ("deepseek_v3", {"num_experts_per_tok": 9}, "picks 9 experts .* only 8"),
+    ("deepseek_v3", {"n_group": 3}, "'n_group' = 3 does not divide the 16 experts"),
+    ("deepseek_v3", {"num_experts_per_tok": 17}, "picks 17 experts .* only 16"),
+    ("deepseek_v3", {"n_group": 16, "topk_group": 8}, "'n_group' = 16 leaves one expert"),
     ("deepseek_v3", {"n_group": 4, "topk_group": 5}, "'topk_group' = 5 must be between"),
     ("deepseek_v3", {"n_routed_experts": 0}, "'n_routed_experts' = 0"),
     # one kept group of 2 experts cannot give a token 3

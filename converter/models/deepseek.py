@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from converter.components.embedding import Embedding
 from converter.components.mla import GQA_REFUSED, LatentAttention, latent_caches
 from converter.components.moe import SparseMoe, routing_weights
 from converter.components.norms import make_norm
@@ -28,6 +29,7 @@ from converter.config.moe import MAX_EXPERTS, SIGMOID, MoeConfig, MoeRules
 from converter.errors import ConfigError
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.registry import Family
+from converter.weights import Assembly
 
 _TOPK_METHODS = ("greedy", "group_limited_greedy")
 
@@ -134,13 +136,19 @@ class DeepseekV2Rules(LatentRules):
 
 class DeepseekV3Rules(LatentRules):
     def moe(self, r: ConfigReader, cfg) -> MoeConfig:
-        return dataclasses.replace(
+        moe = dataclasses.replace(
             super().moe(r, cfg),
             scoring=SIGMOID,
             correction_bias=True,
             groups=r.int("n_group", hi=MAX_EXPERTS),
             topk_groups=r.int("topk_group", hi=MAX_EXPERTS),
         )
+        if moe.groups > 1 and moe.num_experts // moe.groups < 2:
+            raise ConfigError(
+                f"'n_group' = {moe.groups} leaves one expert per group: a group scores the sum "
+                "of its two best"
+            )
+        return moe
 
 
 def _layer_kinds(kinds, layers: int) -> tuple[bool, ...]:
@@ -181,9 +189,34 @@ class AXK1Rules(DeepseekV3Rules):
         return _layer_kinds(kinds, layers)
 
 
+class PadZeroedEmbedding(Embedding):
+    """The embedding with the `pad_token_id` row zeroed: transformers' Youtu zeroes it when it
+    loads a checkpoint (its weight init writes the padding row in place), so its logits, tied
+    head included, are those of the zeroed row."""
+
+    def __init__(self, cfg, dtype):
+        super().__init__(cfg.vocab_size, cfg.hidden_size, dtype, cfg.embedding_multiplier)
+        self.pad = cfg.pad_token_id
+
+    def assemblies(self) -> dict[str, Assembly]:
+        if self.pad is None:
+            return {}
+        pad, shape = self.pad, tuple(self.weight.shape.dims)
+
+        def zero_pad_row(arrays):
+            rows = arrays[0].copy()
+            rows[pad] = 0
+            return rows
+
+        return {self.weight.name: Assembly(((self.weight.name, shape),), zero_pad_row)}
+
+
 class YoutuBody(DecoderBody):
     layer_cls = LatentLayer
     gqa_refused = GQA_REFUSED
+
+    def make_embedding(self, cfg, dtype):
+        return PadZeroedEmbedding(cfg, dtype)
 
 
 class AXK1LM(DeepseekLM):
