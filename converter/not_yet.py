@@ -20,8 +20,11 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "axk1": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
-    "axk2": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
+    "axk2": (
+        "mla",
+        "DeepSeek sparse attention (an indexer with its own key cache picking each query's top "
+        "index_topk past tokens) and norms gated by a low-rank sigmoid MLP: not yet",
+    ),
     "bailing_hybrid": (
         "ssm",
         "Ling 3's hybrid: most layers are Kimi delta attention (gated delta-rule linear attention"
@@ -57,9 +60,11 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "allocates every present.* output by attention_mask's length and refuses it",
     ),
     "data2vec-text": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "deepseek_v2": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
-    "deepseek_v3": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
-    "deepseek_v32": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
+    "deepseek_v32": (
+        "mla",
+        "DeepSeek sparse attention: a per-layer indexer, with a key cache of its own, keeps each "
+        "query's top index_topk past tokens (a third cache per layer and a top-k mask): not yet",
+    ),
     "deepseek_v4": (
         "mla",
         "DeepSeek-V4's attention keeps three caches per layer, not one KV pair: a sliding window "
@@ -75,7 +80,8 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "dots3_note": ("speech", "a speech or audio model: issue 13"),
     "dots3_note_text": (
         "mla",
-        "multi-head latent attention (with experts): the next wave (issue 11)",
+        "DeepSeek sparse attention: a per-layer indexer, with a key cache of its own, keeps each "
+        "query's top index_topk past tokens (a third cache per layer and a top-k mask): not yet",
     ),
     "electra": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
     "emu3": ("vlm", "a vision-language model: issue 14"),
@@ -108,11 +114,11 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "runs only inside the target's generate loop, not as a text-generation package",
     ),
     "git": ("vlm", "a vision-language model: issue 14"),
-    "glm4_moe_lite": (
+    "glm_moe_dsa": (
         "mla",
-        "multi-head latent attention (with experts): the next wave (issue 11)",
+        "DeepSeek sparse attention: a per-layer indexer, with a key cache of its own, keeps each "
+        "query's top index_topk past tokens (a third cache per layer and a top-k mask): not yet",
     ),
-    "glm_moe_dsa": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "got_ocr2": ("vlm", "a vision-language model: issue 14"),
     "granitemoehybrid": (
         "ssm",
@@ -152,7 +158,11 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "kimi_linear": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
+    "kimi_linear": (
+        "mla",
+        "Kimi Delta Attention (linear-attention) layers between its latent-attention layers keep a"
+        " recurrent state and convolution cache, a cache of another kind: not yet",
+    ),
     "laguna": (
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
@@ -180,7 +190,8 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "llama4": ("vlm", "a vision-language model: issue 14"),
     "longcat_flash": (
         "mla",
-        "multi-head latent attention (with experts): the next wave (issue 11)",
+        "each layer runs two latent-attention sublayers (two caches per layer) and two dense MLPs "
+        "beside a shortcut MoE with zero-computation experts: not yet",
     ),
     "mamba": (
         "ssm",
@@ -275,7 +286,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "sarvam_mla": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "trocr": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "whisper": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "xlm": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
@@ -287,7 +297,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "xmod": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "youtu": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "zamba": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",

@@ -19,6 +19,11 @@ HUB_SPELLINGS = {
         "hidden_act": ("activation_function", "gelu"),
     },
     "internlm3": {"attention_bias": ("qkv_bias", True), "mlp_bias": ("bias", True)},
+    # the original sarvamai/sarvam-105b names
+    "sarvam_mla": {
+        "n_routed_experts": ("num_experts", 16),
+        "n_shared_experts": ("num_shared_experts", 2),
+    },
 }
 
 
@@ -73,6 +78,7 @@ REFUSED = [
         r"'num_key_value_heads' = 2 is not supported: latent attention expands",
     ),
     ("minicpm3", {"partial_rotary_factor": 0.5}, r"'partial_rotary_factor': latent attention"),
+    ("axk1", {"q_lora_rank": None}, r"'q_lora_rank' = None is not supported: A.X-K1's queries"),
 ]
 
 
@@ -97,3 +103,12 @@ def test_options_a_family_cannot_honour_are_refused(model_type, changes, message
     config = {"model_type": model_type, **CASES[model_type], **changes}
     with pytest.raises(ConfigError, match=message):
         ArchitectureConfig.from_hf(config)
+
+
+@pytest.mark.parametrize(("first_dense", "every"), [(1, 2), (2, 1), (0, 3)])
+def test_axk1_expert_layers_from_its_legacy_keys_as_transformers_derives_them(first_dense, every):
+    hub = {**CASES["axk1"], "num_hidden_layers": 6}
+    hub |= {"first_k_dense_replace": first_dense, "moe_layer_freq": every}
+    expected = transformers.AutoConfig.for_model("axk1", **hub).mlp_layer_types
+    moe = ArchitectureConfig.from_hf({"model_type": "axk1", **hub}).moe
+    assert ["sparse" if sparse else "dense" for sparse in moe.sparse_layers] == expected

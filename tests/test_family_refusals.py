@@ -44,6 +44,11 @@ REFUSED = [
         {"shared_expert_combination_strategy": "max"},
         "shared_expert_combination_strategy",
     ),
+    ("deepseek_v2", {"topk_method": "noaux_tc"}, "topk_method"),
+    ("deepseek_v2", {"norm_topk_prob": True}, "norm_topk_prob"),  # transformers ignores it
+    ("deepseek_v3", {"moe_layer_freq": 2}, "moe_layer_freq"),  # transformers ignores it
+    ("glm4_moe_lite", {"first_k_dense_replace": 2}, "first_k_dense_replace"),
+    ("deepseek_v3", {"num_key_value_heads": 2}, "num_key_value_heads"),
 ]
 
 
@@ -51,4 +56,23 @@ REFUSED = [
 def test_an_unimplemented_setting_is_refused_by_name(case, changes, key):
     config = transformers.AutoConfig.for_model(model_type_of(case), **CASES[case]).to_dict()
     with pytest.raises(ConfigError, match=f"'{key}' = .* is not supported: "):
+        ArchitectureConfig.from_hf(config | changes)
+
+
+BAD_EXPERTS = [
+    ("deepseek_v3", {"n_group": 3}, "'n_group' = 3 does not divide the 16 experts"),
+    ("deepseek_v3", {"num_experts_per_tok": 17}, "picks 17 experts .* only 16"),
+    ("deepseek_v3", {"n_group": 16, "topk_group": 8}, "'n_group' = 16 leaves one expert"),
+    ("deepseek_v3", {"n_group": 4, "topk_group": 5}, "'topk_group' = 5 must be between"),
+    ("deepseek_v3", {"n_routed_experts": 0}, "'n_routed_experts' = 0"),
+    # one kept group of 2 experts cannot give a token 3
+    ("deepseek_v2", {"topk_group": 1, "n_group": 4, "num_experts_per_tok": 3}, "exceeds"),
+    ("glm4_moe_lite", {"mlp_layer_types": ["dense", "sparse"]}, "'mlp_layer_types' must"),
+]
+
+
+@pytest.mark.parametrize(("case", "changes", "message"), BAD_EXPERTS, ids=lambda v: str(v)[:40])
+def test_inconsistent_experts_are_refused_at_config_reading(case, changes, message):
+    config = transformers.AutoConfig.for_model(model_type_of(case), **CASES[case]).to_dict()
+    with pytest.raises(ConfigError, match=message):
         ArchitectureConfig.from_hf(config | changes)

@@ -58,9 +58,10 @@ def kernel_computes_routing(moe) -> bool:
     )
 
 
-def routing_weights(op, router: Router, logits, moe, correction=None):
+def routing_weights(op, router: Router, logits, moe, correction=None, group_best: int = 2):
     """[T, E]: each token's top-k weights at its experts, zero elsewhere. `correction`: a
-    selection-only bias [E] kept outside the router (default: the router's own)."""
+    selection-only bias [E] kept outside the router (default: the router's own). With groups,
+    a group scores the sum of its `group_best` best experts (DeepSeek-V3: 2; V2: 1, its max)."""
     scores = op.Sigmoid(logits) if moe.scoring == SIGMOID else op.Softmax(logits, axis=-1)
     choice = scores
     if correction is None:
@@ -68,7 +69,7 @@ def routing_weights(op, router: Router, logits, moe, correction=None):
     if correction is not None:
         choice = op.Add(scores, correction)
     if moe.groups > 1:
-        choice = _best_groups_only(op, choice, moe)
+        choice = _best_groups_only(op, choice, moe, group_best)
     _, picked = op.TopK(choice, [moe.top_k], axis=-1, _outputs=2)
     weights = op.GatherElements(scores, picked, axis=1)
     if moe.normalize:
@@ -78,16 +79,15 @@ def routing_weights(op, router: Router, logits, moe, correction=None):
     return op.ScatterElements(op.Mul(scores, 0.0), picked, weights, axis=1)
 
 
-def _best_groups_only(op, choice, moe):
-    """The scores outside each token's `topk_groups` best groups set to -inf (a corrected score
-    may be negative), a group scoring the sum of its two best experts (DeepSeek-V3's grouped
-    top-k)."""
+def _best_groups_only(op, choice, moe, group_best: int = 2):
+    """-inf for the scores outside each token's `topk_groups` best groups (as transformers
+    masks them: a corrected score may be negative), a group scoring the sum of its
+    `group_best` best experts (DeepSeek-V3's grouped top-k)."""
     per_group = moe.num_experts // moe.groups
     grouped = op.Reshape(choice, [0, moe.groups, per_group])
-    best_two, _ = op.TopK(grouped, [min(2, per_group)], axis=-1, _outputs=2)
-    _, groups = op.TopK(
-        op.ReduceSum(best_two, [-1], keepdims=0), [moe.topk_groups], axis=-1, _outputs=2
-    )
+    best, _ = op.TopK(grouped, [min(group_best, per_group)], axis=-1, _outputs=2)
+    group_scores = op.ReduceSum(best, [-1], keepdims=0)
+    _, groups = op.TopK(group_scores, [moe.topk_groups], axis=-1, _outputs=2)
     kept = op.ScatterElements(
         op.Mul(op.ReduceSum(grouped, [-1], keepdims=0), 0.0),
         groups,
@@ -95,8 +95,8 @@ def _best_groups_only(op, choice, moe):
         axis=1,
     )
     mask = op.Reshape(op.Expand(op.Unsqueeze(kept, [2]), [1, 1, per_group]), [0, -1])
-    dropped = op.Add(op.Mul(choice, 0.0), float("-inf"))
-    return op.Where(op.Cast(mask, to=ir.DataType.BOOL), choice, dropped)
+    outside = op.CastLike(op.Constant(value_float=float("-inf")), choice)
+    return op.Where(op.Cast(mask, to=ir.DataType.BOOL), choice, outside)
 
 
 class SparseMoe(nn.Module):
