@@ -37,27 +37,33 @@ def mixtral(tmp_path_factory):
     return folder
 
 
-def _experts_dequantized(model, symmetric: bool = True):
+def _experts_dequantized(model, symmetric: bool = True, block: int = 32):
     """transformers with its Linear weights and each expert's [out, in] slice of the stacked
     expert parameters replaced by their int4 round trip (routers, not Linear, stay float)."""
-    copied = dequantized_copy(model, symmetric=symmetric)
+    copied = dequantized_copy(model, block, symmetric)
     with torch.no_grad():
         for param in copied.parameters():
             if param.dim() == 3:
                 for expert in param:
-                    values = quantize_q4(np.ascontiguousarray(expert.numpy()), 32, symmetric)
+                    values = quantize_q4(np.ascontiguousarray(expert.numpy()), block, symmetric)
                     expert.copy_(torch.from_numpy(values.dequantize()))
     return copied
 
 
-@pytest.mark.parametrize("case", ["mixtral", "qwen3_moe", "olmoe"])
-def test_cpu_int4_runs_experts_in_qmoe(case, tmp_path):
+# glm4_moe: grouped sigmoid routing reaching QMoE as log-weights; its experts are 16 wide
+@pytest.mark.parametrize(
+    ("case", "block"),
+    [("mixtral", 32), ("qwen3_moe", 32), ("olmoe", 32), ("qwen2_moe", 32), ("glm4_moe", 16)],
+)
+def test_cpu_int4_runs_experts_in_qmoe(case, block, tmp_path):
     """Each sparse layer's experts become one QMoE over 4-bit blocks, reproducing transformers
     on the dequantized weights exactly once the kernels compute in float (accuracy_level 0;
     the package's level 4 takes int8 activations, whose rounding can flip a near-tied expert
     pick on random weights). A wrong nibble order or block layout would scramble the logits."""
     model = make_checkpoint(case, tmp_path / "hf")
-    package = build(str(tmp_path / "hf"), ep="cpu", dtype="int4", progress=False)
+    package = build(
+        str(tmp_path / "hf"), ep="cpu", dtype="int4", int4_block_size=block, progress=False
+    )
     ops = count_ops(package.model)
     sparse = sum(package.config.moe.sparse_layers)
     assert ops["com.microsoft.QMoE"] == package.lowering.fusions["QMoE"] == sparse
@@ -67,7 +73,8 @@ def test_cpu_int4_runs_experts_in_qmoe(case, tmp_path):
             assert node.attributes.get_int("accuracy_level") == 4
             node.attributes["accuracy_level"] = ir.AttrInt64("accuracy_level", 0)
     mask = np.ones_like(PROMPT)
-    expected = TransformersReference(_experts_dequantized(model)).run(PROMPT, mask, STEPS)
+    reference = _experts_dequantized(model, block=block)
+    expected = TransformersReference(reference).run(PROMPT, mask, STEPS)
     package.save(tmp_path / "int4", progress=False)
     actual = OnnxDecoder(tmp_path / "int4").run(PROMPT, mask, STEPS)
     diffs = [float(np.abs(e - a).max()) for e, a in zip(expected, actual, strict=True)]
