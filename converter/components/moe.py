@@ -102,13 +102,15 @@ def _best_groups_only(op, choice, moe, group_best: int = 2):
 class SparseMoe(nn.Module):
     """Router (a `router_cls`) under `router_name`, experts under `experts_name` (read through
     `layout`), and a shared expert under `shared_name` when the config has one (gated by a
-    sigmoid of `shared_gate_name` when `shared_gated`)."""
+    sigmoid of `shared_gate_name` when `shared_gated`). With `correction_beside_router`, the
+    config's correction bias is the block's own `e_score_correction_bias`, not the router's."""
 
     router_name, experts_name = "gate", "experts"
     shared_name, shared_gate_name = "shared_expert", "shared_expert_gate"
     shared_gated = False
     layout = PerExpert()
     router_cls = Router
+    correction_beside_router = False
 
     def __init__(self, cfg, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
@@ -123,6 +125,8 @@ class SparseMoe(nn.Module):
             setattr(self, self.shared_name, GatedMLP(shared_cfg, dtype))
             if self.shared_gated:
                 setattr(self, self.shared_gate_name, Linear(cfg.hidden_size, 1, False, dtype))
+        if self.correction_beside_router:
+            self.e_score_correction_bias = nn.Parameter([moe.num_experts], dtype)
 
     def kernel_refused(self, cfg, activation: str) -> str | None:
         """Why this layer's experts take the dense form on this EP (None: the MoE kernel)."""
@@ -184,11 +188,12 @@ class SparseMoe(nn.Module):
     def kernel_routes(self) -> bool:
         """Whether the MoE kernel's own routing is this layer's (a family whose routing
         differs in a way `MoeConfig` does not state overrides this and `route`)."""
-        return kernel_computes_routing(self.moe)
+        return not self.correction_beside_router and kernel_computes_routing(self.moe)
 
     def route(self, op, router: Router, logits):
         """Routing weights [T, E]: zero but for each token's picks."""
-        return routing_weights(op, router, logits, self.moe)
+        beside = self.e_score_correction_bias if self.correction_beside_router else None
+        return routing_weights(op, router, logits, self.moe, beside)
 
     def _shared(self, op, flat):
         out = getattr(self, self.shared_name)(op, flat)

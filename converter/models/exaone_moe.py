@@ -7,9 +7,7 @@ shared experts in every sparse layer; dense layers by `mlp_layer_types` or the f
 
 import dataclasses
 
-from onnxscript import nn
-
-from converter.components.moe import SparseMoe, routing_weights
+from converter.components.moe import SparseMoe
 from converter.config import FULL, SLIDING, ConfigReader, Rope
 from converter.config.moe import MAX_EXPERTS, MoeConfig
 from converter.models.cohere2_moe import dense_prefix, mlp_layer_types
@@ -53,16 +51,7 @@ class ExaoneMoe(SparseMoe):
     """The correction bias sits beside the router (`mlp.e_score_correction_bias`)."""
 
     shared_name = "shared_experts"
-
-    def __init__(self, cfg, dtype, ep):
-        super().__init__(cfg, dtype, ep)
-        self.e_score_correction_bias = nn.Parameter([cfg.moe.num_experts], dtype)
-
-    def kernel_routes(self) -> bool:
-        return False
-
-    def route(self, op, router, logits):
-        return routing_weights(op, router, logits, self.moe, self.e_score_correction_bias)
+    correction_beside_router = True
 
 
 class ExaoneMoeLayer(DecoderLayer):

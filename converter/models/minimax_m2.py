@@ -4,10 +4,8 @@ q/k RMSNorm over the whole projection; partial rotary (`rotary_dim`)."""
 
 import dataclasses
 
-from onnxscript import nn
-
 from converter.components.experts import PerExpert
-from converter.components.moe import SparseMoe, routing_weights
+from converter.components.moe import SparseMoe
 from converter.config import ConfigReader, Rope
 from converter.config.moe import SIGMOID, MoeConfig, MoeRules
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
@@ -34,16 +32,7 @@ class MiniMaxM2Rules(MoeRules):
 
 class MiniMaxM2Moe(SparseMoe):
     layout = PerExpert(gate="w1", up="w3", down="w2")
-
-    def __init__(self, cfg, dtype, ep):
-        super().__init__(cfg, dtype, ep)
-        self.e_score_correction_bias = nn.Parameter([cfg.moe.num_experts], dtype)
-
-    def kernel_routes(self) -> bool:
-        return False
-
-    def route(self, op, router, logits):
-        return routing_weights(op, router, logits, self.moe, self.e_score_correction_bias)
+    correction_beside_router = True
 
 
 class MiniMaxM2Layer(DecoderLayer):
