@@ -15,7 +15,6 @@ CATEGORIES = {
 }
 
 NOT_YET: dict[str, tuple[str, str]] = {
-    "afmoe": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "axk1": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "axk2": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
     "bailing_hybrid": (
