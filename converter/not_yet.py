@@ -121,10 +121,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "kimi_linear": ("mla", "multi-head latent attention (with experts): the next wave (issue 11)"),
-    "laguna": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "lara_mini": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
