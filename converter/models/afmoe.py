@@ -8,12 +8,13 @@ embeddings by sqrt(hidden_size)."""
 
 import dataclasses
 import math
+from typing import ClassVar
 
 from converter.components.attention import Attention
 from converter.components.linear import Linear
 from converter.config import FULL, SLIDING, ConfigReader, Rope
 from converter.config.moe import SIGMOID, MoeConfig, MoeRules
-from converter.models.decoder import _LAYOUT_NORMS, DecoderBody, DecoderLayer, DecoderLM
+from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.models.hy_v3 import HyV3Moe
 from converter.registry import Family
 
@@ -67,8 +68,8 @@ class AfmoeMoe(HyV3Moe):
 class AfmoeLayer(DecoderLayer):
     attention_cls = AfmoeAttention
     moe_cls = AfmoeMoe
-    layout_norms = {
-        **_LAYOUT_NORMS,
+    layout_norms: ClassVar = {
+        **DecoderLayer.layout_norms,
         "sandwich": (
             "input_layernorm",
             "post_attention_layernorm",
