@@ -255,5 +255,13 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "zaya": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
+    "zaya": (
+        "ssm",
+        "its experts would fit the MoE core, but every layer's attention is CCA (compressed "
+        "convolutional attention): q and k pass a causal depthwise then grouped 1-D convolution "
+        "over time (cca_time0 + cca_time1 - 2 past columns of the q/k projections), and half of "
+        "each value head is the previous token's v_proj_delayed; both are per-layer states "
+        "carried between calls beside the KV cache, which the text-generation task, its "
+        "genai_config and the runtime do not carry (as for lfm2's conv state), so not yet",
+    ),
 }
