@@ -56,7 +56,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "moe",
         "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
-    "doge": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "dots3_note": ("speech", "a speech or audio model: issue 13"),
     "dots3_note_text": (
         "mla",
