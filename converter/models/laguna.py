@@ -5,12 +5,13 @@ of each head) and attention outputs gated by softplus(g_proj(x)), per head (`gat
 score of router logits softcapped at `moe_router_logit_softcapping`, plus a selection-only
 bias, renormalized and scaled by `moe_routed_scaling_factor`; plus a shared expert."""
 
+import copy
 import dataclasses
 
 from converter.components.attention import Attention
 from converter.components.linear import Linear
 from converter.components.moe import Router, SparseMoe
-from converter.config import ConfigReader, Rope, extend, parse_local_rope
+from converter.config import FULL, SLIDING, ConfigReader, Rope, extend, parse_local_rope
 from converter.config.architecture import ArchitectureConfig
 from converter.config.moe import SIGMOID, MoeConfig, MoeRules
 from converter.errors import ConfigError
@@ -26,7 +27,22 @@ class LagunaConfig(ArchitectureConfig):
     router_softcap: float = 0.0  # router logits as cap * tanh(logit / cap) when > 0
 
 
+# transformers' Laguna when config.json has no rope_parameters (it reads no top-level rope keys)
+_ROPE = {
+    FULL: {"rope_type": "default", "rope_theta": 500000.0, "partial_rotary_factor": 0.5},
+    SLIDING: {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0},
+}
+
+
 class LagunaRules(MoeRules):
+    def layer_type(self, r: ConfigReader, index: int, window: int | None) -> str:
+        return FULL  # without layer_types every layer attends to all
+
+    def rope(self, r: ConfigReader, head_dim: int) -> Rope | None:
+        if r.raw.get("rope_parameters") is None:
+            r.raw["rope_parameters"] = copy.deepcopy(_ROPE)
+        return super().rope(r, head_dim)
+
     def local_rope(self, r: ConfigReader, head_dim: int) -> Rope | None:
         return parse_local_rope(r.raw, head_dim=head_dim)
 
