@@ -15,11 +15,6 @@ CATEGORIES = {
 }
 
 NOT_YET: dict[str, tuple[str, str]] = {
-    "afmoe": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
-    "aria_text": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
-    ),
     "axk2": (
         "mla",
         "DeepSeek sparse attention (an indexer with its own key cache picking each query's top "
@@ -76,7 +71,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "table). That compressed, buffered cache has no place in the task, genai_config or "
         "runtime yet",
     ),
-    "doge": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
     "dots3_note": ("speech", "a speech or audio model: issue 13"),
     "dots3_note_text": (
         "mla",
@@ -162,10 +156,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "mla",
         "Kimi Delta Attention (linear-attention) layers between its latent-attention layers keep a"
         " recurrent state and convolution cache, a cache of another kind: not yet",
-    ),
-    "laguna": (
-        "moe",
-        "mixture-of-experts decoder: its routed experts are the next wave (issue 11)",
     ),
     "lara_mini": (
         "ssm",
@@ -305,5 +295,13 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "zaya": ("moe", "mixture-of-experts decoder: its routed experts are the next wave (issue 11)"),
+    "zaya": (
+        "ssm",
+        "its experts would fit the MoE core, but every layer's attention is CCA (compressed "
+        "convolutional attention): q and k pass a causal depthwise then grouped 1-D convolution "
+        "over time (cca_time0 + cca_time1 - 2 past columns of the q/k projections), and half of "
+        "each value head is the previous token's v_proj_delayed; both are per-layer states "
+        "carried between calls beside the KV cache, which the text-generation task, its "
+        "genai_config and the runtime do not carry (as for lfm2's conv state), so not yet",
+    ),
 }
