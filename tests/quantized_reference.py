@@ -17,12 +17,15 @@ from converter.quantize import quantize_q4
 
 def dequantized_copy(model, block_size: int = 32, symmetric: bool = True, tables: bool = False):
     """Every Linear and Conv1D weight; with `tables` also the token embedding and the LM head
-    (what --int4-lm-head quantizes). Position tables are never quantized."""
+    (what --int4-lm-head quantizes). Position tables are never quantized, nor latent
+    attention's kv_b_proj, which the graph reads as per-head matrices (components/mla.py)."""
     copied = copy.deepcopy(model)
     tables_of = {copied.get_input_embeddings(), copied.get_output_embeddings()}
     done: set[int] = set()  # a tied head shares the embedding's weight
     with torch.no_grad():
-        for module in copied.modules():
+        for name, module in copied.named_modules():
+            if name.endswith("kv_b_proj"):
+                continue
             if module in tables_of:
                 quantized = tables
             else:

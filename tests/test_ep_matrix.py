@@ -69,10 +69,10 @@ def test_runs_on_cpu_within_bounds(family, ep, dtype):
     folder, _, references = family
     package = _build(folder, ep, dtype)
     actual = OnnxDecoder(package).run(PROMPT, np.ones_like(PROMPT), STEPS)
-    if dtype == "int4" and _has_experts(package):
-        # int4 experts reproduce transformers on dequantized weights exactly in float compute
-        # (tests/test_moe.py); here, int8 activations (cpu) or fused DequantizeLinear + MatMul
-        # (onnxruntime's optimizer, default) flip near-tied expert picks on random weights.
+    if _has_experts(folder):
+        # Experts picked from near-tied router scores on random weights flip under f16 or int8
+        # activations (cpu int4), or DequantizeLinear + MatMul fused by onnxruntime (default
+        # int4): their f32 parity is in tests/parity, int4 exactness in tests/test_moe.py.
         assert all(np.isfinite(step).all() for step in actual)
         return
     cosine, relative, top1 = _compare(references[dtype], actual)
@@ -82,9 +82,9 @@ def test_runs_on_cpu_within_bounds(family, ep, dtype):
     assert top1 >= bounds["top1"]
 
 
-def _has_experts(package: Path) -> bool:
-    fusions = json.loads((package / "mobius.json").read_text())["lowering"]["fusions"]
-    return bool(fusions.get("QMoE") or fusions.get("MoE") or fusions.get("int4_expert_stacks"))
+def _has_experts(folder: Path) -> bool:
+    config = json.loads((folder / "hf" / "config.json").read_text())
+    return ArchitectureConfig.from_hf(config).moe is not None
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16", "int4"])
@@ -109,8 +109,8 @@ def test_fusions_are_counted_and_recorded(family, ep, dtype):
     gqa_fallback = any("instead of GroupQueryAttention" in f for f in fallbacks)
     assert fusions["GroupQueryAttention"] == (0 if gqa_fallback else layers)
     assert fusions["skip_norms"] >= 1
-    if dtype == "int4":
-        assert fusions["int4_matmuls"] >= 4 * layers  # q/k/v (packed or not), o, mlp in/out
+    if dtype == "int4":  # q/k/v (packed or not), o, mlp in/out; experts are not MatMuls
+        assert fusions["int4_matmuls"] >= (layers if config.moe else 4 * layers)
     graph = onnx.load(package / "model.onnx", load_external_data=False).graph
     ops = [n.op_type for n in graph.node]
     assert ops.count("MatMulNBits") == fusions.get("int4_matmuls", 0)

@@ -87,15 +87,12 @@ def _best_groups_only(op, choice, moe, group_best: int = 2):
     grouped = op.Reshape(choice, [0, moe.groups, per_group])
     best, _ = op.TopK(grouped, [min(group_best, per_group)], axis=-1, _outputs=2)
     group_scores = op.ReduceSum(best, [-1], keepdims=0)
-    _, groups = op.TopK(group_scores, [moe.topk_groups], axis=-1, _outputs=2)
+    best_groups, groups = op.TopK(group_scores, [moe.topk_groups], axis=-1, _outputs=2)
     kept = op.ScatterElements(
-        op.Mul(op.ReduceSum(grouped, [-1], keepdims=0), 0.0),
-        groups,
-        op.Expand(op.CastLike(op.Constant(value_float=1.0), choice), op.Shape(groups)),
-        axis=1,
+        op.Mul(group_scores, 0.0), groups, op.Add(op.Mul(best_groups, 0.0), 1.0), axis=1
     )
     mask = op.Reshape(op.Expand(op.Unsqueeze(kept, [2]), [1, 1, per_group]), [0, -1])
-    outside = op.CastLike(op.Constant(value_float=float("-inf")), choice)
+    outside = op.Add(op.Mul(choice, 0.0), float("-inf"))
     return op.Where(op.Cast(mask, to=ir.DataType.BOOL), choice, outside)
 
 

@@ -53,6 +53,7 @@ class BeamAttention(Attention):
 
     def __init__(self, cfg, dtype, spec, packed=False):
         super().__init__(cfg, dtype, spec, packed)
+        self.dtype = dtype
         self.gate_proj = Linear(cfg.hidden_size, spec.heads * spec.head_dim, False, dtype)
         self.gate_bias = nn.Parameter([spec.heads], dtype)
 
@@ -62,7 +63,7 @@ class BeamAttention(Attention):
         q = self._norm(op, getattr(self, q_name), q)
         k = self._norm(op, getattr(self, k_name), k)
         if self.spec.rope is None:  # scalable softmax: exp(0.1 * log1p((position + 1) / 2048))
-            position = op.CastLike(op.Unsqueeze(kernel.position_ids, [2]), q)
+            position = op.Cast(op.Unsqueeze(kernel.position_ids, [2]), to=self.dtype)
             q = op.Mul(
                 q, op.Exp(op.Mul(op.Log(op.Add(op.Div(op.Add(position, 1.0), 2048.0), 1.0)), 0.1))
             )

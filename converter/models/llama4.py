@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import onnx_ir as ir
 
 from converter.components.attention import Attention, AttentionSpec, StandardAttention
@@ -139,7 +138,7 @@ class Llama4Moe(SparseMoe):
         else:
             scores = op.Transpose(self.route(op, self.router, logits), perm=[1, 0])  # [E, T]
             inputs = op.Mul(op.Unsqueeze(flat, [0]), op.Unsqueeze(scores, [2]))  # [E, T, H]
-            ones = op.Expand(op.Constant(value_float=1.0), op.Shape(logits))
+            ones = op.Add(op.Mul(logits, 0.0), 1.0)
             out = self.experts(op, inputs, ones)
         out = op.Add(out, self.shared_expert(op, flat))
         return op.Reshape(out, op.Shape(x))
@@ -173,8 +172,8 @@ class Llama4Attention(Attention):
 
     def _l2(self, op, x):
         heads = op.Reshape(x, [0, 0, -1, self.spec.head_dim])
-        scale = op.Constant(value=ir.tensor(np.ones(self.spec.head_dim, np.float32)))
-        normed = op.RMSNormalization(heads, op.CastLike(scale, x), axis=-1, epsilon=self.eps)
+        mean_square = op.ReduceMean(op.Mul(heads, heads), [-1], keepdims=1)
+        normed = op.Div(heads, op.Sqrt(op.Add(mean_square, self.eps)))
         return op.Reshape(normed, [0, 0, -1])
 
 
@@ -231,11 +230,8 @@ class Llama4KernelChoice(AttentionKernelChoice):
             index = op.Cast(op.Range(op.Add(past, 1), op.Add(total, 1), 1), to=ir.DataType.FLOAT)
             tuned = op.Log(op.Add(op.Floor(op.Div(index, floor_scale)), 1.0))
             scales = op.Add(op.Mul(tuned, attn_scale), 1.0)
-            kernel.query_scales = op.CastLike(op.Unsqueeze(scales, [0, 2]), self._like(op))
+            kernel.query_scales = op.Cast(op.Unsqueeze(scales, [0, 2]), to=self.dtype)
         return kernel
-
-    def _like(self, op):
-        return op.Constant(value=ir.tensor(np.zeros(1, self.dtype.numpy())))
 
 
 class Llama4Layer(DecoderLayer):

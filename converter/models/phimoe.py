@@ -30,7 +30,9 @@ class PhimoeMoe(MixtralMoe):
         within 2 * eps (relative) of its own; then the best of the others, weighted likewise
         among the others."""
         first, first_w = self._pick(op, logits, logits)
-        rest = op.ScatterElements(logits, first, op.Expand(_neg_inf(op), op.Shape(first)), axis=1)
+        rest = op.ScatterElements(
+            logits, first, _neg_inf(op, op.GatherElements(logits, first, axis=1)), axis=1
+        )
         second, second_w = self._pick(op, logits, rest)
         weights = op.ScatterElements(op.Mul(logits, 0.0), first, first_w, axis=1)
         return op.ScatterElements(weights, second, second_w, axis=1)
@@ -39,12 +41,13 @@ class PhimoeMoe(MixtralMoe):
         best, index = op.TopK(candidates, [1], axis=-1, _outputs=2)
         factor = op.Max(op.Abs(logits), best)
         far = op.Greater(op.Div(op.Sub(best, logits), factor), 2 * self.moe.jitter_eps)
-        gates = op.Softmax(op.Where(far, _neg_inf(op), candidates), axis=-1)
+        gates = op.Softmax(op.Where(far, _neg_inf(op, candidates), candidates), axis=-1)
         return index, op.GatherElements(gates, index, axis=1)
 
 
-def _neg_inf(op):
-    return op.Constant(value_float=float("-inf"))
+def _neg_inf(op, like):
+    """-inf in the shape and dtype of `like`."""
+    return op.Add(op.Mul(like, 0.0), float("-inf"))
 
 
 class PhimoeLayer(MixtralLayer):
