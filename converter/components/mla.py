@@ -44,6 +44,11 @@ class LatentUpProjection(nn.Module):
         self.weight = nn.Parameter([heads * (nope + v), rank], dtype)
         self.shape, self.nope, self.v = [heads, nope + v, rank], nope, v
 
+    def lowering_notes(self, plan) -> list[str]:
+        if plan.int4 is None:
+            return []
+        return ["int4: latent attention's kv_b_proj stays float (read as per-head matrices)"]
+
     def forward(self, op):
         """W_uk [heads, nope, rank] (query into latent) and W_uv^T [heads, rank, v] (out)."""
         per_head = op.Reshape(self.weight, self.shape)
