@@ -36,6 +36,31 @@ class PerExpert:
         tensors = tuple((f"{prefix}.{i}.{name}.weight", (out, inner)) for i in range(experts))
         return Assembly(tensors, np.stack)
 
+    def gate_up(self, prefix: str, shape: tuple[int, int, int], kernel: bool) -> Assembly:
+        """Gate and up of every expert written straight into the form's stack (interleaved
+        rows [E, 2I, H] for the kernel, gate then up columns [E, H, 2I] for the dense form),
+        so no stacked copy of either is made on the way (it would double the peak memory)."""
+        experts, inner, hidden = shape
+        parts = tuple(
+            (f"{prefix}.{i}.{self.names[part]}.weight", (inner, hidden))
+            for part in ("gate", "up")
+            for i in range(experts)
+        )
+
+        def build(arrays: list[np.ndarray]) -> np.ndarray:
+            gates, ups = arrays[:experts], arrays[experts:]
+            if kernel:
+                out = np.empty((experts, 2 * inner, hidden), arrays[0].dtype)
+                for e in range(experts):
+                    out[e, 0::2], out[e, 1::2] = gates[e], ups[e]
+                return out
+            out = np.empty((experts, hidden, 2 * inner), arrays[0].dtype)
+            for e in range(experts):
+                out[e, :, :inner], out[e, :, inner:] = gates[e].T, ups[e].T
+            return out
+
+        return Assembly(parts, build)
+
     def bias(self, prefix: str, part: str, shape: tuple[int, int]) -> Assembly:
         experts, out = shape
         name = self.names[part]
@@ -45,6 +70,11 @@ class PerExpert:
 
 def _transposed(array: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(array.transpose(0, 2, 1))
+
+
+def _gate_then_up(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """[E, I, H] twice -> [E, H, 2I]: the dense form's gate columns, then up's."""
+    return _transposed(np.concatenate([gate, up], axis=1))
 
 
 def _interleave(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
@@ -81,20 +111,17 @@ class Experts(nn.Module):
         first = self.fc1 if self.kernel else self.gate_up
         prefix = first.name.rsplit(".", 1)[0]
         gate_shape, down_shape = self.shapes["gate"], self.shapes["down"]
-        gate = self.layout.weight(prefix, "gate", gate_shape)
-        up = self.layout.weight(prefix, "up", gate_shape)
         down = self.layout.weight(prefix, "down", down_shape)
-        if self.kernel:
-            found = {self.fc1.name: Assembly.join(_interleave, gate, up), self.fc2.name: down}
+        if hasattr(self.layout, "gate_up"):
+            gate_up = self.layout.gate_up(prefix, gate_shape, self.kernel)
         else:
-
-            def gate_then_up(g, u):
-                return _transposed(np.concatenate([g, u], axis=1))
-
-            found = {
-                self.gate_up.name: Assembly.join(gate_then_up, gate, up),
-                self.down.name: down.then(_transposed),
-            }
+            gate = self.layout.weight(prefix, "gate", gate_shape)
+            up = self.layout.weight(prefix, "up", gate_shape)
+            gate_up = Assembly.join(_interleave if self.kernel else _gate_then_up, gate, up)
+        if self.kernel:
+            found = {self.fc1.name: gate_up, self.fc2.name: down}
+        else:
+            found = {self.gate_up.name: gate_up, self.down.name: down.then(_transposed)}
         if self.moe.expert_bias:
             gate_b = self.layout.bias(prefix, "gate", gate_shape[:2])
             up_b = self.layout.bias(prefix, "up", gate_shape[:2])
