@@ -168,3 +168,18 @@ def test_a_checkpoint_missing_an_expert_is_refused_naming_its_tensor(mixtral, tm
     missing = "missing from the checkpoint: 'model.layers.1.block_sparse_moe.experts.7.w3.weight'"
     with pytest.raises(WeightsError, match=re.escape(missing)):
         build(str(copy), progress=False)
+
+
+@pytest.mark.parametrize(("case", "layer"), [("deepseek_v3", 61), ("glm4_moe_lite", 47)])
+def test_the_released_multi_token_prediction_layer_is_left_unread(case, layer, tmp_path):
+    """As transformers ignores it on loading; any other stray tensor is still refused."""
+    make_checkpoint(case, tmp_path / "hf")
+    tensors = load_file(tmp_path / "hf" / "model.safetensors")
+    extra = np.zeros(4, np.float32)
+    tensors[f"model.layers.{layer}.eh_proj.weight"] = extra
+    save_file(tensors, tmp_path / "hf" / "model.safetensors", metadata={"format": "pt"})
+    build(str(tmp_path / "hf"), progress=False)
+    tensors["model.layers.1.stray.weight"] = extra
+    save_file(tensors, tmp_path / "hf" / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(WeightsError, match=re.escape("'model.layers.1.stray.weight'")):
+        build(str(tmp_path / "hf"), progress=False)

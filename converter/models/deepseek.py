@@ -247,6 +247,7 @@ FAMILIES = [
         ("deepseek-ai/DeepSeek-V3",),
         rules=DeepseekV3Rules(),
         category=_CATEGORY,
+        unused=(r"model\.layers\.61\..*",),  # the released multi-token-prediction layer
     ),
     Family(
         "sarvam_mla",
@@ -263,6 +264,7 @@ FAMILIES = [
         ("zai-org/GLM-4.7-Flash",),
         rules=Glm4MoeLiteRules(),
         category=_CATEGORY,
+        unused=(r"model\.layers\.47\..*",),  # the released multi-token-prediction layer
     ),
     Family(
         "axk1",
