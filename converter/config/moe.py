@@ -61,6 +61,22 @@ class MoeConfig:
         return self.sparse_layers[index]
 
 
+def sigmoid_renormalized(
+    moe: MoeConfig, *, scaling: float, shared_size: int, sparse_layers: tuple[bool, ...]
+) -> MoeConfig:
+    """`moe` routed as DeepSeek-V3 routes within one group: sigmoid scores shifted by a
+    selection-only correction bias, the picks' scores renormalized, then scaled."""
+    return replace(
+        moe,
+        normalize=True,
+        scoring=SIGMOID,
+        correction_bias=True,
+        routed_scaling=scaling,
+        shared_size=shared_size,
+        sparse_layers=sparse_layers,
+    )
+
+
 class MoeRules(ConfigRules):
     """The generic reading plus `cfg.moe`. `normalize` is the family's default for
     `norm_topk_prob`; `expert_size_keys` where its config gives an expert's width (the dense

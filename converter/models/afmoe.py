@@ -13,7 +13,7 @@ from typing import ClassVar
 from converter.components.attention import Attention
 from converter.components.linear import Linear
 from converter.config import FULL, SLIDING, ConfigReader, Rope
-from converter.config.moe import SIGMOID, MoeConfig, MoeRules
+from converter.config.moe import MoeConfig, MoeRules, sigmoid_renormalized
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.models.hy_v3 import HyV3Moe
 from converter.registry import Family
@@ -37,12 +37,9 @@ class AfmoeRules(MoeRules):
     def moe(self, r: ConfigReader, cfg) -> MoeConfig:
         moe = super().moe(r, cfg)
         dense = r.int("num_dense_layers", default=1, lo=0, hi=cfg.num_hidden_layers)
-        return dataclasses.replace(
+        return sigmoid_renormalized(
             moe,
-            normalize=True,  # always, over the picks' sigmoid scores
-            scoring=SIGMOID,
-            correction_bias=True,
-            routed_scaling=r.float("route_scale", default=1.0),
+            scaling=r.float("route_scale", default=1.0),
             shared_size=moe.expert_size * r.int("num_shared_experts", default=2, lo=0),
             sparse_layers=tuple(i >= dense for i in range(cfg.num_hidden_layers)),
         )

@@ -2,11 +2,9 @@
 layers, experts picked by sigmoid score plus a selection-only bias, renormalized and scaled by
 `router_scaling_factor`, plus `num_shared_experts` shared experts as one MLP."""
 
-import dataclasses
-
 from converter.components.moe import SparseMoe
 from converter.config import ConfigReader
-from converter.config.moe import SIGMOID, MoeConfig, MoeRules
+from converter.config.moe import MoeConfig, MoeRules, sigmoid_renormalized
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.models.moe_layers import mlp_layer_types, renamed
 from converter.registry import Family
@@ -15,12 +13,9 @@ from converter.registry import Family
 class HyV3Rules(MoeRules):
     def moe(self, r: ConfigReader, cfg) -> MoeConfig:
         moe = super().moe(r, cfg)
-        return dataclasses.replace(
+        return sigmoid_renormalized(
             moe,
-            normalize=True,  # always, over the picks' sigmoid scores
-            scoring=SIGMOID,
-            correction_bias=True,
-            routed_scaling=r.float("router_scaling_factor", default=1.0),
+            scaling=r.float("router_scaling_factor", default=1.0),
             shared_size=moe.expert_size * r.int("num_shared_experts", default=1, lo=0),
             sparse_layers=mlp_layer_types(r, cfg.num_hidden_layers, dense_first=1),
         )

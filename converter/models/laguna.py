@@ -13,7 +13,7 @@ from converter.components.linear import Linear
 from converter.components.moe import Router, SparseMoe
 from converter.config import FULL, SLIDING, ConfigReader, Rope, extend, parse_local_rope
 from converter.config.architecture import ArchitectureConfig
-from converter.config.moe import SIGMOID, MoeConfig, MoeRules
+from converter.config.moe import MoeConfig, MoeRules, sigmoid_renormalized
 from converter.errors import ConfigError
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.models.moe_layers import mlp_layer_types, renamed
@@ -53,12 +53,9 @@ class LagunaRules(MoeRules):
                 "transformers' Laguna weights the experts' outputs, not their inputs",
             )
         moe = super().moe(r, cfg)
-        return dataclasses.replace(
+        return sigmoid_renormalized(
             moe,
-            normalize=True,  # always, over the picks' sigmoid scores
-            scoring=SIGMOID,
-            correction_bias=True,
-            routed_scaling=r.float("moe_routed_scaling_factor", default=1.0),
+            scaling=r.float("moe_routed_scaling_factor", default=1.0),
             shared_size=r.int("shared_expert_intermediate_size", default=512, lo=0),
             sparse_layers=mlp_layer_types(r, cfg.num_hidden_layers, dense_first=1),
         )
