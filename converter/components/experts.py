@@ -36,7 +36,7 @@ class PerExpert:
         tensors = tuple((f"{prefix}.{i}.{name}.weight", (out, inner)) for i in range(experts))
         return Assembly(tensors, np.stack)
 
-    def gate_up(self, prefix: str, shape: tuple[int, int, int], kernel: bool) -> Assembly:
+    def gate_up_stack(self, prefix: str, shape: tuple[int, int, int], kernel: bool) -> Assembly:
         """Gate and up of every expert written straight into the form's stack (interleaved
         rows [E, 2I, H] for the kernel, gate then up columns [E, H, 2I] for the dense form),
         so no stacked copy of either is made on the way (it would double the peak memory)."""
@@ -112,8 +112,8 @@ class Experts(nn.Module):
         prefix = first.name.rsplit(".", 1)[0]
         gate_shape, down_shape = self.shapes["gate"], self.shapes["down"]
         down = self.layout.weight(prefix, "down", down_shape)
-        if hasattr(self.layout, "gate_up"):
-            gate_up = self.layout.gate_up(prefix, gate_shape, self.kernel)
+        if hasattr(self.layout, "gate_up_stack"):
+            gate_up = self.layout.gate_up_stack(prefix, gate_shape, self.kernel)
         else:
             gate = self.layout.weight(prefix, "gate", gate_shape)
             up = self.layout.weight(prefix, "up", gate_shape)
