@@ -194,16 +194,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "marian": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "mbart": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "megatron-bert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "mimo_v2_flash": (
-        "moe",
-        "MiMo-V2-Flash's routing (DeepSeek-V3's) fits the MoE core, but its attention does not "
-        "fit the attention component yet: values have their own head size (v_head_dim 128 against"
-        " head_dim 192 for q and k) and are scaled by attention_value_scale, sliding layers have "
-        "twice the KV heads of full ones and a learned sink logit per head, and each layer type "
-        "has its own partial rope; the sink path (StandardAttention._with_sinks) and the KV cache"
-        " declaration assume one head size for keys and values, and GroupQueryAttention takes "
-        "none of it, so a value-head-size-aware sink attention is not yet",
-    ),
     "minimax": (
         "ssm",
         "lightning (linear) attention in its `linear_attention` layers keeps a recurrent state "
