@@ -178,11 +178,6 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "llama4": ("vlm", "a vision-language model: issue 14"),
-    "longcat_flash": (
-        "mla",
-        "each layer runs two latent-attention sublayers (two caches per layer) and two dense MLPs "
-        "beside a shortcut MoE with zero-computation experts: not yet",
-    ),
     "mamba": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
