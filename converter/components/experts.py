@@ -68,13 +68,31 @@ class PerExpert:
         return Assembly(tensors, np.stack)
 
 
-def _transposed(array: np.ndarray) -> np.ndarray:
+class InputMajor:
+    """`{prefix}.{gate_up}` [E, H, 2I] (gate columns, then up) and `{prefix}.{down}` [E, I, H]:
+    experts saved as torch parameters multiplied from the right (Llama 4, Aria)."""
+
+    def __init__(self, gate_up: str, down: str):
+        self.gate_up, self.down = gate_up, down
+
+    def weight(self, prefix: str, part: str, shape: tuple[int, int, int]) -> Assembly:
+        experts, out, inner = shape
+        if part == "down":
+            name = (f"{prefix}.{self.down}", (experts, inner, out))
+            return Assembly((name,), lambda arrays: transposed(arrays[0]))
+        half = slice(0, out) if part == "gate" else slice(out, 2 * out)
+        name = (f"{prefix}.{self.gate_up}", (experts, inner, 2 * out))
+        return Assembly((name,), lambda arrays: transposed(arrays[0][:, :, half]))
+
+
+def transposed(array: np.ndarray) -> np.ndarray:
+    """[E, a, b] -> [E, b, a], contiguous."""
     return np.ascontiguousarray(array.transpose(0, 2, 1))
 
 
 def _gate_then_up(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
     """[E, I, H] twice -> [E, H, 2I]: the dense form's gate columns, then up's."""
-    return _transposed(np.concatenate([gate, up], axis=1))
+    return transposed(np.concatenate([gate, up], axis=1))
 
 
 def _interleave(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
@@ -121,7 +139,7 @@ class Experts(nn.Module):
         if self.kernel:
             found = {self.fc1.name: gate_up, self.fc2.name: down}
         else:
-            found = {self.gate_up.name: gate_up, self.down.name: down.then(_transposed)}
+            found = {self.gate_up.name: gate_up, self.down.name: down.then(transposed)}
         if self.moe.expert_bias:
             gate_b = self.layout.bias(prefix, "gate", gate_shape[:2])
             up_b = self.layout.bias(prefix, "up", gate_shape[:2])

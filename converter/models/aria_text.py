@@ -6,14 +6,13 @@ says, stored input-major as `experts.fc1` [E, H, 2I] (gate columns, then up) and
 
 import dataclasses
 
-from converter.components.experts import _transposed
+from converter.components.experts import InputMajor
 from converter.components.mlp import GatedMLP
 from converter.components.moe import SparseMoe
 from converter.config import ConfigReader
 from converter.config.moe import MoeConfig, MoeRules
 from converter.models.decoder import DecoderBody, DecoderLayer, DecoderLM
 from converter.registry import Family
-from converter.weights import Assembly
 
 
 class AriaRules(MoeRules):
@@ -23,25 +22,11 @@ class AriaRules(MoeRules):
         return dataclasses.replace(moe, normalize=True, shared_size=shared)
 
 
-class InputMajor:
-    """`{prefix}.fc1.weight` [E, H, 2I] (gate columns, then up) and `{prefix}.fc2.weight`
-    [E, I, H]."""
-
-    def weight(self, prefix: str, part: str, shape: tuple[int, int, int]) -> Assembly:
-        experts, out, inner = shape
-        if part == "down":
-            name = (f"{prefix}.fc2.weight", (experts, inner, out))
-            return Assembly((name,), lambda arrays: _transposed(arrays[0]))
-        half = slice(0, out) if part == "gate" else slice(out, 2 * out)
-        name = (f"{prefix}.fc1.weight", (experts, inner, 2 * out))
-        return Assembly((name,), lambda arrays: _transposed(arrays[0][:, :, half]))
-
-
 class AriaMoe(SparseMoe):
     """Routed experts always SiLU-gated; the shared experts by the config's activation."""
 
     router_name, shared_name = "router", "shared_experts"
-    layout = InputMajor()
+    layout = InputMajor("fc1.weight", "fc2.weight")
 
     def __init__(self, cfg, dtype, ep):
         super().__init__(dataclasses.replace(cfg, activation="silu"), dtype, ep)

@@ -15,6 +15,7 @@ import dataclasses
 import ml_dtypes
 import numpy as np
 
+from converter.components.experts import transposed
 from converter.components.moe import SparseMoe
 from converter.config import FULL, SLIDING, ArchitectureConfig, ConfigReader
 from converter.config.moe import MoeConfig, MoeRules
@@ -43,10 +44,6 @@ def dequantize_mxfp4(blocks: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return values.reshape(*scales.shape[:-1], -1)
 
 
-def _transposed(array: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(np.swapaxes(array, 1, 2))
-
-
 class FusedGateUp:
     """`{prefix}.gate_up_proj` [E, in, 2 out] (gate and up alternating on the last axis) and
     `{prefix}.down_proj` [E, in, out], with their `_bias` tensors: what transformers saves."""
@@ -57,11 +54,11 @@ class FusedGateUp:
             return Assembly(((f"{prefix}.down_proj", (experts, inner, out)),), self._down)
         parity = 0 if part == "gate" else 1
         fused = ((f"{prefix}.gate_up_proj", (experts, inner, 2 * out)),)
-        return Assembly(fused, lambda arrays: _transposed(arrays[0][..., parity::2]))
+        return Assembly(fused, lambda arrays: transposed(arrays[0][..., parity::2]))
 
     @staticmethod
     def _down(arrays):
-        return _transposed(arrays[0])
+        return transposed(arrays[0])
 
     def bias(self, prefix: str, part: str, shape: tuple[int, int]) -> Assembly:
         experts, out = shape

@@ -12,7 +12,7 @@ import dataclasses
 import onnx_ir as ir
 
 from converter.components.attention import Attention, AttentionSpec, StandardAttention
-from converter.components.experts import _transposed
+from converter.components.experts import InputMajor
 from converter.components.masks import _MASKED
 from converter.components.moe import SparseMoe
 from converter.config import FULL, ArchitectureConfig, ConfigReader, Rope, extend
@@ -21,7 +21,6 @@ from converter.errors import ConfigError
 from converter.models.decoder import AttentionKernelChoice, DecoderBody, DecoderLayer, DecoderLM
 from converter.models.smollm3 import _uses_rope
 from converter.registry import Family
-from converter.weights import Assembly
 
 CHUNKED = "chunked_attention"
 
@@ -103,26 +102,12 @@ def _moe_layers(r: ConfigReader, layers: int) -> tuple[bool, ...]:
     return tuple(i in listed for i in range(layers))
 
 
-class FusedGateUp:
-    """`{prefix}.gate_up_proj` [E, H, 2I] (gate columns, then up) and `{prefix}.down_proj`
-    [E, I, H]: Llama 4's experts as torch parameters, input-major."""
-
-    def weight(self, prefix: str, part: str, shape: tuple[int, int, int]) -> Assembly:
-        experts, out, inner = shape
-        if part == "down":
-            name = (f"{prefix}.down_proj", (experts, inner, out))
-            return Assembly((name,), lambda arrays: _transposed(arrays[0]))
-        half = slice(0, out) if part == "gate" else slice(out, 2 * out)
-        name = (f"{prefix}.gate_up_proj", (experts, inner, 2 * out))
-        return Assembly((name,), lambda arrays: _transposed(arrays[0][:, :, half]))
-
-
 class Llama4Moe(SparseMoe):
     """Routed experts fed x * sigmoid(logit) at each pick (x itself nowhere else: an expert
     without biases maps 0 to 0), plus the shared expert."""
 
     router_name = "router"
-    layout = FusedGateUp()
+    layout = InputMajor("gate_up_proj", "down_proj")
 
     def kernel_refused(self, cfg, activation: str) -> str | None:
         if self.moe.top_k > 1:  # top-1: the one pick's scaled input, weight 1, is exact
