@@ -15,7 +15,7 @@ import torch
 
 from converter import build
 from tests.parity.reference import make_checkpoint
-from tests.test_genai_families import NEW_TOKENS, PROMPT, _genai_greedy
+from tests.test_genai_families import NEW_TOKENS, PROMPT, _genai_greedy, transformers_greedy
 
 CASES = {"mixtral": "decoder", "qwen3_moe": "decoder", "gpt_oss": "gptoss"}
 INT4_KEEPS_FIRST_TOKEN = {"gpt_oss", "qwen3_moe"}
@@ -23,19 +23,6 @@ INT4_KEEPS_FIRST_TOKEN = {"gpt_oss", "qwen3_moe"}
 
 def _kernel_nodes(package, op_type: str) -> int:
     return sum(1 for node in package.model.graph if node.op_type == op_type)
-
-
-def _transformers_greedy(model) -> list[int]:
-    ids = torch.tensor([PROMPT])
-    with torch.no_grad():
-        out = model.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=NEW_TOKENS,
-            min_new_tokens=NEW_TOKENS,
-            do_sample=False,
-        )
-    return out[0, len(PROMPT) :].tolist()
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -50,7 +37,7 @@ def test_genai_moe_greedy(case, tmp_path):
         assert genai["type"] == CASES[case]
         tokens[dtype] = _genai_greedy(tmp_path / dtype)
         assert len(tokens[dtype]) == NEW_TOKENS
-    assert tokens["f32"] == _transformers_greedy(model)
+    assert tokens["f32"] == transformers_greedy(model)
     agree = next(
         (i for i, (a, b) in enumerate(zip(tokens["f32"], tokens["int4"], strict=True)) if a != b),
         NEW_TOKENS,
