@@ -90,32 +90,37 @@ def _quantized(graph: ir.Graph, stack: ir.Value, int4: Int4, act: ir.DataType) -
     q = _LazyQ4(rows, True, int4)
     blocks, act_np = k // int4.block_size, act.numpy()
     parts = [
-        _lazy_initializer(
-            graph,
-            f"{stack.name}.q4",
-            q.part(lambda r: ir.Tensor(r.packed.reshape(experts, n, k // 2))),
+        (
+            "q4",
+            lambda r: ir.Tensor(r.packed.reshape(experts, n, k // 2)),
             ir.DataType.UINT8,
             [experts, n, k // 2],
         ),
-        _lazy_initializer(
-            graph,
-            f"{stack.name}.scales",
-            q.part(lambda r: ir.Tensor(r.scales.astype(act_np).reshape(experts, n, blocks))),
+        (
+            "scales",
+            lambda r: ir.Tensor(r.scales.astype(act_np).reshape(experts, n, blocks)),
             act,
             [experts, n, blocks],
         ),
+        (
+            "zero_points",
+            lambda r: ir.Tensor(r.zero_points.reshape(experts, n, -1)),
+            ir.DataType.UINT8,
+            [experts, n, -(-blocks // 2)],
+        ),
     ]
-    if not int4.symmetric:
-        parts.append(
-            _lazy_initializer(
-                graph,
-                f"{stack.name}.zero_points",
-                q.part(lambda r: ir.Tensor(r.zero_points.reshape(experts, n, -1))),
-                ir.DataType.UINT8,
-                [experts, n, -(-blocks // 2)],
-            )
-        )
-    return parts
+    return _lazy_parts(graph, stack.name, q, parts)
+
+
+def _lazy_parts(graph: ir.Graph, base: str, q: _LazyQ4, parts: list) -> list[ir.Value]:
+    """One lazy initializer `{base}.{suffix}` per (suffix, pick, dtype, dims) of `q`'s
+    result; symmetric weights have no zero points (the last part)."""
+    if q.int4.symmetric:
+        parts = parts[:-1]
+    return [
+        _lazy_initializer(graph, f"{base}.{suffix}", q.part(pick), dtype, dims)
+        for suffix, pick, dtype, dims in parts
+    ]
 
 
 def quantize_dense_experts(model: ir.Model, stacks: set[str], int4: Int4, act: ir.DataType) -> int:
@@ -163,29 +168,23 @@ def _dequantize_linear_inputs(graph, stack: ir.Value, int4: Int4, act: ir.DataTy
     values_type = ir.DataType.INT4 if int4.symmetric else ir.DataType.UINT4
     act_np = act.numpy()
     parts = [
-        _lazy_initializer(
-            graph,
-            f"{stack.name}.q4",
-            q.part(lambda r: ir.Tensor(restacked(r[0]), dtype=values_type)),
+        (
+            "q4",
+            lambda r: ir.Tensor(restacked(r[0]), dtype=values_type),
             values_type,
             [experts, k, n],
         ),
-        _lazy_initializer(
-            graph,
-            f"{stack.name}.scales",
-            q.part(lambda r: ir.Tensor(restacked(r[1].astype(act_np)), dtype=act)),
+        (
+            "scales",
+            lambda r: ir.Tensor(restacked(r[1].astype(act_np)), dtype=act),
             act,
             [experts, blocks, n],
         ),
+        (
+            "zero_points",
+            lambda r: ir.Tensor(restacked(r[2]), dtype=ir.DataType.UINT4),
+            ir.DataType.UINT4,
+            [experts, blocks, n],
+        ),
     ]
-    if not int4.symmetric:
-        parts.append(
-            _lazy_initializer(
-                graph,
-                f"{stack.name}.zero_points",
-                q.part(lambda r: ir.Tensor(restacked(r[2]), dtype=ir.DataType.UINT4)),
-                ir.DataType.UINT4,
-                [experts, blocks, n],
-            )
-        )
-    return parts
+    return _lazy_parts(graph, stack.name, q, parts)
