@@ -100,21 +100,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (DebertaV2ForMaskedLM): its blocks are not built yet",
     ),
-    "deit": (
-        "vision",
-        "a vision model (DeiTForImageClassification): its blocks are not built yet",
-    ),
     "dinat": (
         "vision",
         "a vision model (DinatForImageClassification): its blocks are not built yet",
-    ),
-    "dinov2": (
-        "vision",
-        "a vision model (Dinov2ForImageClassification): its blocks are not built yet",
-    ),
-    "dinov2_with_registers": (
-        "vision",
-        "a vision model (Dinov2WithRegistersForImageClassification): its blocks are not built yet",
     ),
     "distilbert": (
         "encoder",
