@@ -26,10 +26,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "BartForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"
         "decoders are issue 13",
     ),
-    "beit": (
-        "vision",
-        "a vision model (BeitForImageClassification): its blocks are not built yet",
-    ),
     "big_bird": (
         "encoder",
         "a text encoder (BigBirdForMaskedLM): its blocks are not built yet",
@@ -87,10 +83,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "data2vec-text": (
         "encoder",
         "a text encoder (Data2VecTextForMaskedLM): its blocks are not built yet",
-    ),
-    "data2vec-vision": (
-        "vision",
-        "a vision model (Data2VecVisionForImageClassification): its blocks are not built yet",
     ),
     "deberta": (
         "encoder",
