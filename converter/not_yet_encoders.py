@@ -364,14 +364,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (SwiftFormerForImageClassification): its blocks are not built yet",
     ),
-    "swin": (
-        "vision",
-        "a vision model (SwinForImageClassification): its blocks are not built yet",
-    ),
-    "swinv2": (
-        "vision",
-        "a vision model (Swinv2ForImageClassification): its blocks are not built yet",
-    ),
     "tapas": (
         "encoder",
         "a text encoder (TapasForMaskedLM): its blocks are not built yet",
