@@ -63,14 +63,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (ConvBertForMaskedLM): its blocks are not built yet",
     ),
-    "convnext": (
-        "vision",
-        "a vision model (ConvNextForImageClassification): its blocks are not built yet",
-    ),
-    "convnextv2": (
-        "vision",
-        "a vision model (ConvNextV2ForImageClassification): its blocks are not built yet",
-    ),
     "cvt": (
         "vision",
         "a vision model (CvtForImageClassification): its blocks are not built yet",
@@ -308,10 +300,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "rembert": (
         "encoder",
         "a text encoder (RemBertForMaskedLM): its blocks are not built yet",
-    ),
-    "resnet": (
-        "vision",
-        "a vision model (ResNetForImageClassification): its blocks are not built yet",
     ),
     "roberta": (
         "encoder",

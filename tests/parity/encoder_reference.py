@@ -18,7 +18,7 @@ TEXT_MASK = np.array([[1] * LENGTH, [1] * 5 + [0] * (LENGTH - 5)])
 
 def make_encoder(case_id: str, case: EncoderCase, head: str, folder: Path):
     """A random `head` model for `case`, saved to `folder` (weights noised so biases and norms
-    are not trivial)."""
+    are not trivial, BatchNorm running statistics too)."""
     config = transformers.AutoConfig.for_model(**case.config)
     for key, value in case.overrides.items():
         setattr(config, key, value)
@@ -28,6 +28,9 @@ def make_encoder(case_id: str, case: EncoderCase, head: str, folder: Path):
     with torch.no_grad():
         for param in model.parameters():
             param.add_(torch.randn_like(param) * 0.05)
+        for name, buffer in model.named_buffers():
+            if name.endswith(("running_mean", "running_var")):  # variances stay positive
+                buffer.add_(torch.rand_like(buffer) * 0.5)
     model.eval()
     model.save_pretrained(folder)
     return model
