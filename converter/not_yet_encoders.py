@@ -289,10 +289,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (ReformerForMaskedLM): its blocks are not built yet",
     ),
-    "regnet": (
-        "vision",
-        "a vision model (RegNetForImageClassification): its blocks are not built yet",
-    ),
     "rembert": (
         "encoder",
         "a text encoder (RemBertForMaskedLM): its blocks are not built yet",
