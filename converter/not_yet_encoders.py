@@ -92,10 +92,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (DistilBertForMaskedLM): its blocks are not built yet",
     ),
-    "donut-swin": (
-        "vision",
-        "a vision model (DonutSwinForImageClassification): its blocks are not built yet",
-    ),
     "efficientnet": (
         "vision",
         "a vision model (EfficientNetForImageClassification): its blocks are not built yet",
