@@ -32,7 +32,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "bit": (
         "vision",
-        "a vision model (BitForImageClassification): its blocks are not built yet",
+        "BiT's ResNet-v2 blocks are not built: weight-standardized Convs (each filter "
+        "normalized at run time; would fold into the weights at binding), GroupNorm with "
+        "the activation, pre-activation bottlenecks and TensorFlow 'SAME' dynamic padding "
+        "(DynamicPad2d, BitMaxPool2d)",
     ),
     "blip": (
         "multimodal",
@@ -65,7 +68,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "cvt": (
         "vision",
-        "a vision model (CvtForImageClassification): its blocks are not built yet",
+        "CvT's blocks are not built: convolutional token embeddings per stage and q/k/v "
+        "projected by depthwise Conv + BatchNorm over the token map (strided for keys and "
+        "values), with a cls token joining only in the last stage",
     ),
     "data2vec-audio": (
         "audio",
@@ -86,7 +91,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "dinat": (
         "vision",
-        "a vision model (DinatForImageClassification): its blocks are not built yet",
+        "DiNAT's dilated neighborhood attention (each token attends to its k x k "
+        "neighbours at a dilation, with a relative bias) is not built; transformers "
+        "itself needs the natten kernels to run it",
     ),
     "distilbert": (
         "encoder",
@@ -94,7 +101,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "efficientnet": (
         "vision",
-        "a vision model (EfficientNetForImageClassification): its blocks are not built yet",
+        "EfficientNet's blocks are not built: width/depth multipliers (round_filters, "
+        "round_repeats), TensorFlow 'SAME' padding on strided depthwise Convs, MBConv "
+        "expansion with squeeze-and-excitation and swish, BatchNorm with its own "
+        "eps/momentum",
     ),
     "electra": (
         "encoder",
@@ -126,7 +136,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "focalnet": (
         "vision",
-        "a vision model (FocalNetForImageClassification): its blocks are not built yet",
+        "FocalNet's focal modulation (hierarchical depthwise-Conv contexts gated per "
+        "level plus a global average context, multiplied into a query projection) is not "
+        "built; Swin-like stages otherwise",
     ),
     "funnel": (
         "encoder",
@@ -142,11 +154,16 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "hgnet_v2": (
         "vision",
-        "a vision model (HGNetV2ForImageClassification): its blocks are not built yet",
+        "HGNetV2's blocks are not built: the two-branch stem (padded max pool with "
+        "ceil_mode beside a Conv pair, concatenated), HG blocks aggregating concatenated "
+        "light Conv outputs through squeeze/excitation Convs, learnable affine blocks "
+        "(scale and bias after each activation)",
     ),
     "hiera": (
         "vision",
-        "a vision model (HieraForImageClassification): its blocks are not built yet",
+        "Hiera's mask-unit attention is not built: tokens unrolled into mask-unit order "
+        "across stages, attention within (then across) units with query max-pooling at "
+        "stage transitions, and the reroll back to a spatial map",
     ),
     "hubert": (
         "audio",
@@ -159,7 +176,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "imagegpt": (
         "vision",
-        "a vision model (ImageGPTForImageClassification): its blocks are not built yet",
+        "ImageGPT reads input_ids (its processor turns pixels into k-means colour-cluster "
+        "tokens), not pixel_values: a GPT-2 decoder with its mean-square norm (no mean, "
+        "no bias) whose classifier averages the hidden states; the image tasks here take "
+        "pixel_values",
     ),
     "jina_embeddings_v3": (
         "encoder",
@@ -175,7 +195,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "levit": (
         "vision",
-        "a vision model (LevitForImageClassification): its blocks are not built yet",
+        "LeViT's blocks are not built: Conv+BatchNorm stem with Hardswish, "
+        "Linear+BatchNorm1d layers, attention with learned per-head biases over an offset "
+        "index, subsampling attention between stages, and the distilled two-head "
+        "classifier",
     ),
     "longformer": (
         "encoder",
@@ -205,19 +228,28 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "mobilenet_v1": (
         "vision",
-        "a vision model (MobileNetV1ForImageClassification): its blocks are not built yet",
+        "MobileNetV1 is not built: depthwise-separable Convs with TensorFlow 'SAME' "
+        "padding (tf_padding), ReLU6, and channel counts from depth_multiplier and "
+        "min_depth",
     ),
     "mobilenet_v2": (
         "vision",
-        "a vision model (MobileNetV2ForImageClassification): its blocks are not built yet",
+        "MobileNetV2 is not built: inverted residuals (1x1 expansion, depthwise 3x3, "
+        "linear 1x1) with TensorFlow 'SAME' padding (tf_padding), ReLU6, channels rounded "
+        "to multiples of 8 from depth_multiplier, first_layer_is_expansion and "
+        "finegrained_output",
     ),
     "mobilevit": (
         "vision",
-        "a vision model (MobileViTForImageClassification): its blocks are not built yet",
+        "MobileViT's blocks are not built: MobileNetV2 inverted residuals and MobileViT "
+        "layers that unfold the map into patches, run transformer layers across patches "
+        "at each pixel position, then fold back and fuse with a Conv",
     ),
     "mobilevitv2": (
         "vision",
-        "a vision model (MobileViTV2ForImageClassification): its blocks are not built yet",
+        "MobileViTV2's blocks are not built: separable linear self-attention (a softmax "
+        "context vector over patches), GroupNorm, and the unfold/fold of the map into "
+        "patches (torch Unfold/Fold)",
     ),
     "modernbert": (
         "encoder",
@@ -271,15 +303,21 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "pp_lcnet": (
         "vision",
-        "a vision model (PPLCNetForImageClassification): its blocks are not built yet",
+        "PP-LCNet's blocks are not built: depthwise-separable Convs with Hardswish and "
+        "squeeze-and-excitation, channels from scale via make_divisible, and its Conv + "
+        "dropout head",
     ),
     "pvt": (
         "vision",
-        "a vision model (PvtForImageClassification): its blocks are not built yet",
+        "PVT's blocks are not built: spatial-reduction attention (keys and values from a "
+        "strided Conv + LayerNorm of the map), per-stage position tables resized to the "
+        "map, and a cls token only in the last stage",
     ),
     "pvt_v2": (
         "vision",
-        "a vision model (PvtV2ForImageClassification): its blocks are not built yet",
+        "PVT v2's blocks are not built: overlapping patch embeddings (strided Conv + "
+        "LayerNorm), spatial-reduction attention (strided Conv, or adaptive average "
+        "pooling in the linear variant), and a depthwise Conv inside the MLP",
     ),
     "reformer": (
         "encoder",
@@ -307,7 +345,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "segformer": (
         "vision",
-        "a vision model (SegformerForImageClassification): its blocks are not built yet",
+        "SegFormer's Mix Transformer is not built: overlapping patch embeddings per "
+        "stage, sequence-reduction attention (strided Conv + LayerNorm on keys and "
+        "values), Mix-FFN with a depthwise Conv, and a LayerNorm per stage",
     ),
     "sew": (
         "audio",
@@ -319,8 +359,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         " built yet",
     ),
     "shieldgemma2": (
-        "vision",
-        "a vision model (ShieldGemma2ForImageClassification): its blocks are not built yet",
+        "vlm",
+        "ShieldGemma2ForImageClassification runs the whole Gemma 3 vision-language model "
+        "(SigLIP tower, projector, decoder over a policy prompt) and reads the yes/no "
+        "token logits; that VLM is not converted",
     ),
     "siglip": (
         "multimodal",
@@ -338,7 +380,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "swiftformer": (
         "vision",
-        "a vision model (SwiftFormerForImageClassification): its blocks are not built yet",
+        "SwiftFormer's blocks are not built: efficient additive attention (normalized "
+        "queries weighted by a learned vector into one global query, multiplied into the "
+        "keys), Conv encoders with BatchNorm and layer scales, and the distilled two-head "
+        "classifier",
     ),
     "tapas": (
         "encoder",
@@ -346,11 +391,13 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "textnet": (
         "vision",
-        "a vision model (TextNetForImageClassification): its blocks are not built yet",
+        "TextNet's RepConv layers are not built: parallel k x k, k x 1 and 1 x k Convs "
+        "each with BatchNorm (eps from batch_norm_eps), summed, in its stage layout",
     ),
     "timm_wrapper": (
         "vision",
-        "a vision model (TimmWrapperForImageClassification): its blocks are not built yet",
+        "TimmWrapper runs whichever timm architecture its config names (`architecture`), "
+        "with timm's modules and tensor names; each would need its own conversion",
     ),
     "tipsv2": (
         "multimodal",
