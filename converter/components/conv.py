@@ -78,3 +78,24 @@ class Placeholder(nn.Module):
 
     def forward(self, op, x):
         return self.fn(op, x)
+
+
+class SingleGroupNorm(nn.Module):
+    """torch.nn.GroupNorm with one group: each image normalized over all its channels and
+    positions, then scaled and shifted per channel."""
+
+    def __init__(self, channels: int, dtype: ir.DataType, eps: float = 1e-5):
+        super().__init__()
+        self.weight = nn.Parameter([channels], dtype)
+        self.bias = nn.Parameter([channels], dtype)
+        self.eps = eps
+
+    def forward(self, op, x):
+        centered = op.Sub(x, op.ReduceMean(x, [1, 2, 3], keepdims=1))
+        variance = op.ReduceMean(op.Mul(centered, centered), [1, 2, 3], keepdims=1)
+        normed = op.Div(centered, op.Sqrt(op.Add(variance, self.eps)))
+        per_channel = [-1, 1, 1]
+        return op.Add(
+            op.Mul(normed, op.Reshape(self.weight, per_channel)),
+            op.Reshape(self.bias, per_channel),
+        )
