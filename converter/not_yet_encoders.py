@@ -226,19 +226,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (MobileBertForMaskedLM): its blocks are not built yet",
     ),
-    "mobilenet_v1": (
-        "vision",
-        "MobileNetV1 is not built: depthwise-separable Convs with TensorFlow 'SAME' "
-        "padding (tf_padding), ReLU6, and channel counts from depth_multiplier and "
-        "min_depth",
-    ),
-    "mobilenet_v2": (
-        "vision",
-        "MobileNetV2 is not built: inverted residuals (1x1 expansion, depthwise 3x3, "
-        "linear 1x1) with TensorFlow 'SAME' padding (tf_padding), ReLU6, channels rounded "
-        "to multiples of 8 from depth_multiplier, first_layer_is_expansion and "
-        "finegrained_output",
-    ),
     "mobilevit": (
         "vision",
         "MobileViT's blocks are not built: MobileNetV2 inverted residuals and MobileViT "

@@ -11,7 +11,9 @@ from converter.components.norms import LayerNorm
 
 
 class Conv2d(nn.Module):
-    """torch.nn.Conv2d: `weight` [out, in / groups, kh, kw], symmetric `padding`."""
+    """torch.nn.Conv2d: `weight` [out, in / groups, kh, kw], symmetric `padding`, or (`same`)
+    TensorFlow's "SAME" padding for whatever size comes: the output ceil(size / stride), the
+    odd pixel of padding at the bottom and right (onnx's SAME_UPPER)."""
 
     def __init__(
         self,
@@ -23,6 +25,8 @@ class Conv2d(nn.Module):
         padding: int = 0,
         groups: int = 1,
         bias: bool = True,
+        dilation: int = 1,
+        same: bool = False,
     ):
         super().__init__()
         kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
@@ -30,15 +34,18 @@ class Conv2d(nn.Module):
         self.bias = nn.Parameter([out_channels], dtype) if bias else None
         self.strides = [stride, stride] if isinstance(stride, int) else list(stride)
         self.kernel, self.padding, self.groups = [kh, kw], padding, groups
+        self.dilations, self.same = [dilation, dilation], same
 
     def forward(self, op, x):
         inputs = (x, self.weight) if self.bias is None else (x, self.weight, self.bias)
+        padding = {"auto_pad": "SAME_UPPER"} if self.same else {"pads": [self.padding] * 4}
         return op.Conv(
             *inputs,
             kernel_shape=self.kernel,
             strides=self.strides,
-            pads=[self.padding] * 4,
+            dilations=self.dilations,
             group=self.groups,
+            **padding,
         )
 
 
