@@ -73,10 +73,13 @@ def format_report(report: ValidationReport) -> str:
             ("max abs diff", f"{report.max_abs_diff:.3g}"),
             ("min cosine", f"{report.min_cosine:.6f}"),
             ("top-1 agreement", f"{report.top1_agreement:.1%}"),
-            ("greedy match", f"{report.greedy_match:.1%}"),
-            ("load time", f"{report.load_seconds:.2f} s"),
-            ("decode speed", f"{report.tokens_per_second:.1f} tokens/s"),
         ]
+        if report.greedy_match is not None:  # generation only
+            rows += [
+                ("greedy match", f"{report.greedy_match:.1%}"),
+                ("decode speed", f"{report.tokens_per_second:.1f} tokens/s"),
+            ]
+        rows.append(("load time", f"{report.load_seconds:.2f} s"))
     if report.reason:
         rows.append(("reason", report.reason))
     rows += [("failed", line) for line in report.failures]
