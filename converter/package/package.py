@@ -25,7 +25,7 @@ from converter.errors import MobiusError
 from converter.lowering import LoweringReport
 from converter.package.genai_config import GENAI_CONFIG, genai_config
 from converter.registry import Family
-from converter.repo_files import RUNTIME_FILES
+from converter.repo_files import CONFIG, RUNTIME_FILES, SENTENCE_TRANSFORMERS
 from converter.sizes import human_size
 from converter.source import Source
 from converter.tasks import OPSET, Component
@@ -75,7 +75,9 @@ class ModelPackage:
         if self.task.name == "text-generation":
             generation = _read_json(self.source.path / GENERATION_CONFIG)
             _write_json(staging / GENAI_CONFIG, genai_config(self, generation))
-        for name in RUNTIME_FILES:
+        # Transformers.js and Optimum read the model's config.json beside onnx/
+        names = RUNTIME_FILES if self.task.name == "text-generation" else (CONFIG, *RUNTIME_FILES)
+        for name in names:
             if (self.source.path / name).is_file():
                 shutil.copyfile(self.source.path / name, staging / name)
         _write_json(staging / MANIFEST, self.manifest())
@@ -105,6 +107,8 @@ class ModelPackage:
             },
             "model_type": self.config.model_type,
             "task": self.task.name,
+            # a sentence-transformers repo (its modules.json) loads with backend="onnx"
+            "sentence_transformers": (self.source.path / SENTENCE_TRANSFORMERS).is_file(),
             "components": [{"role": c.role, "filename": c.filename} for c in self.components],
             "ep": self.ep,
             "dtype": self.dtype,
