@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from converter.config import ConfigReader, check_generation_config, model_type_of, text_config
+from converter.config import ConfigReader, check_generation_config, model_type_of
 from converter.dtypes import FLOAT_TYPES
 from converter.errors import ConfigError
 from converter.execution_providers import execution_provider
@@ -13,6 +13,7 @@ from converter.package import ModelPackage
 from converter.registry import family_for
 from converter.source import resolve_source
 from converter.tasks import TASKS
+from converter.tasks.choice import task_of
 from converter.weights import Checkpoint, bind
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -36,7 +37,8 @@ def build(
     `ep` picks the graph (`default`: portable standard ops; `cpu`, `cuda`, `dml`,
     `webgpu`: that EP's fused kernels); `dtype` is f32, f16, bf16 or int4 (int4 weights
     with the EP's activation dtype). Unsupported pairs fail before any download. `task`
-    replaces the family's default task (e.g. `TextGenerationTask(inputs_embeds=True)`).
+    names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
+    the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
     """
     provider = execution_provider(ep, dtype)
     quantization = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
@@ -44,16 +46,16 @@ def build(
     raw = read_config(source.path / "config.json")
     model_type = model_type_of(raw)
     family = family_for(model_type)
-    cfg = family.rules.read(ConfigReader(text_config(raw), model_type))
+    cfg = family.rules.read(ConfigReader(family.rules.select(raw), model_type))
     check_generation_config(source.path, cfg.vocab_size)
     checkpoint = Checkpoint(source.path)
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
-    module = family.model_class(cfg, float_type, provider)
-    task = task or TASKS[family.task]
-    if task.name != family.task:
-        raise ConfigError(f"{model_type} models convert for {family.task}, not {task.name}")
-    components = task.components(module, cfg, float_type)
-    unused = (*family.unused, r"lm_head\.weight") if cfg.tie_word_embeddings else family.unused
+    task_name = task_of(raw, family, task if isinstance(task, str) or task is None else task.name)
+    task = TASKS[task_name] if task is None or isinstance(task, str) else task
+    module = family.make_model(cfg, float_type, provider, task_name, frozenset(checkpoint.tensors))
+    components = [c.saved_as(dtype) for c in task.components(module, cfg, float_type)]
+    tied = getattr(cfg, "tie_word_embeddings", False)
+    unused = (*family.unused, r"lm_head\.weight") if tied else family.unused
     parameters = {id(p): p for c in components for p in c.module.parameters()}
     assemblies = {
         name: assembly

@@ -117,9 +117,9 @@ def _list_models(args: argparse.Namespace) -> int:
     for row in rows:
         if row["status"] == "supported":
             examples = f"e.g. {', '.join(row['examples'])}" if row["examples"] else ""
-            about = f"{row['task']:<16} {examples}"
+            about = f"{', '.join(row['tasks']):<16} {examples}"
         else:
-            about = f"not yet: {row['reason']}"
+            about = f"not yet ({row['scope']}): {row['reason']}"
         print(f"{row['model_type']:<{width}}  {row['category']:<8} {about}".rstrip())
     return 0
 

@@ -20,6 +20,7 @@ PACKED_QKV = "packed_qkv"  # one MatMul for q, k and v
 PACKED_GATE_UP = "packed_gate_up"  # one MatMul for gate and up
 MOE = "MoE"  # com.microsoft mixture of experts (routing, experts and weighted sum in one op)
 QMOE = "QMoE"  # com.microsoft MoE over block-wise 4-bit experts
+ENCODER_MHA = "MultiHeadAttention"  # com.microsoft bidirectional attention with a padding mask
 
 DTYPES = ("f32", "f16", "bf16", "int4")
 
@@ -113,7 +114,18 @@ class ExecutionProvider:
 
 
 _FUSED = frozenset(
-    {GQA, ROTARY_IN_GQA, SKIP_NORM, MATMUL_NBITS, GATHER_Q4, PACKED_QKV, PACKED_GATE_UP, MOE, QMOE}
+    {
+        GQA,
+        ROTARY_IN_GQA,
+        SKIP_NORM,
+        MATMUL_NBITS,
+        GATHER_Q4,
+        PACKED_QKV,
+        PACKED_GATE_UP,
+        MOE,
+        QMOE,
+        ENCODER_MHA,
+    }
 )
 
 EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
@@ -161,7 +173,8 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             # (DmlOperatorGroupQueryAttention.cpp) passes q, k, v, past lengths, heads and scale
             # to DirectML's multi-head attention and reads neither cos/sin (do_rotary),
             # local_window_size nor softcap
-            _FUSED - {GATHER_Q4, ROTARY_IN_GQA, MOE, QMOE},
+            # (encoders: its MultiHeadAttention's key_padding_mask support is unmeasured)
+            _FUSED - {GATHER_Q4, ROTARY_IN_GQA, MOE, QMOE, ENCODER_MHA},
             int4_activation="f16",
             gqa_softcap=False,
         ),
@@ -170,7 +183,8 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             "WebGpuExecutionProvider",
             ("f32", "f16", "int4"),
             # its kernel table has QMoE but no MoE: int4 experts reach QMoE from the float MoE
-            _FUSED - {MOE, QMOE},
+            # (encoders: its MultiHeadAttention's key_padding_mask support is unmeasured)
+            _FUSED - {MOE, QMOE, ENCODER_MHA},
             int4_activation="f16",
             # attention.cc's InPlaceSoftmax starts the window at causal length -
             # local_window_size (its flash path is skipped while a window applies)

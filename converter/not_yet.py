@@ -8,11 +8,20 @@ CATEGORIES = {
     "moe": "mixture of experts",
     "mla": "multi-head latent attention",
     "ssm": "state-space / recurrent / linear attention",
-    "encoder": "encoder with an LM head",
+    "encoder": "text encoder",
+    "vision": "vision encoder",
+    "audio": "audio encoder",
+    "multimodal": "text-image towers",
     "seq2seq": "encoder-decoder",
     "vlm": "vision-language",
     "speech": "speech and audio",
 }
+
+ENCODER_LM_HEAD = (
+    "the encoder run as a causal decoder (its ...LMHeadModel / ...ForCausalLM head with "
+    "is_decoder): the encoder tasks convert where the type is supported (encoders scope), the "
+    "causal-LM head with a KV cache does not yet"
+)
 
 NOT_YET: dict[str, tuple[str, str]] = {
     "axk2": (
@@ -33,9 +42,9 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "bart": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "bert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "bert-generation": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "big_bird": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
+    "bert": ("encoder", ENCODER_LM_HEAD),
+    "bert-generation": ("encoder", ENCODER_LM_HEAD),
+    "big_bird": ("encoder", ENCODER_LM_HEAD),
     "bigbird_pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "blenderbot": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "blenderbot-small": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
@@ -47,14 +56,14 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "them: three stacks over data-dependent patch boundaries, which need a task of their "
         "own",
     ),
-    "camembert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
+    "camembert": ("encoder", ENCODER_LM_HEAD),
     "cpmant": (
         "dense",
         "a prefix LM whose first call prepends prompt_length learned prompt tokens that stay "
         "in the KV cache, so the cache is longer than attention_mask; onnxruntime-genai "
         "allocates every present.* output by attention_mask's length and refuses it",
     ),
-    "data2vec-text": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
+    "data2vec-text": ("encoder", ENCODER_LM_HEAD),
     "deepseek_v32": (
         "mla",
         "DeepSeek sparse attention: a per-layer indexer, with a key cache of its own, keeps each "
@@ -77,9 +86,9 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "DeepSeek sparse attention: a per-layer indexer, with a key cache of its own, keeps each "
         "query's top index_topk past tokens (a third cache per layer and a top-k mask): not yet",
     ),
-    "electra": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
+    "electra": ("encoder", ENCODER_LM_HEAD),
     "emu3": ("vlm", "a vision-language model: issue 14"),
-    "ernie": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
+    "ernie": ("encoder", ENCODER_LM_HEAD),
     "falcon_h1": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
@@ -188,7 +197,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "marian": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "mbart": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "megatron-bert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
+    "megatron-bert": ("encoder", ENCODER_LM_HEAD),
     "minimax": (
         "ssm",
         "lightning (linear) attention in its `linear_attention` layers keeps a recurrent state "
@@ -249,29 +258,29 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "reversible layers; its cache holds past hidden states and buckets, not keys and "
         "values",
     ),
-    "rembert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "roberta": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
+    "rembert": ("encoder", ENCODER_LM_HEAD),
+    "roberta": ("encoder", ENCODER_LM_HEAD),
     "roberta-prelayernorm": (
         "encoder",
-        "an encoder model with a causal-LM head: encoders are issue 12",
+        ENCODER_LM_HEAD,
     ),
-    "roc_bert": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "roformer": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
+    "roc_bert": ("encoder", ENCODER_LM_HEAD),
+    "roformer": ("encoder", ENCODER_LM_HEAD),
     "rwkv": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "trocr": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "whisper": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "xlm": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "xlm-roberta": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "xlm-roberta-xl": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
-    "xlnet": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
+    "xlm": ("encoder", ENCODER_LM_HEAD),
+    "xlm-roberta": ("encoder", ENCODER_LM_HEAD),
+    "xlm-roberta-xl": ("encoder", ENCODER_LM_HEAD),
+    "xlnet": ("encoder", ENCODER_LM_HEAD),
     "xlstm": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "xmod": ("encoder", "an encoder model with a causal-LM head: encoders are issue 12"),
+    "xmod": ("encoder", ENCODER_LM_HEAD),
     "zamba": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",

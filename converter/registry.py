@@ -58,6 +58,18 @@ class Family:
     reference_attention: str = "eager"  # transformers' attention implementation to compare with
 
     @property
+    def tasks(self) -> tuple[str, ...]:
+        """The tasks it converts for: an encoder's heads, else its one task."""
+        return tuple(sorted(getattr(self.model_class, "heads", (self.task,))))
+
+    def make_model(self, cfg, dtype, ep, task: str, tensors: frozenset[str]):
+        """The model module for `task` (encoders build the task's head; `tensors`, the
+        checkpoint's names, say which optional parts it has)."""
+        if self.task == "text-generation":
+            return self.model_class(cfg, dtype, ep)
+        return self.model_class(cfg, dtype, ep, task, tensors)
+
+    @property
     def genai_type(self) -> str:
         name = self.genai or self.model_type
         return name if name in GENAI_DECODER_TYPES else "decoder"
@@ -97,25 +109,41 @@ PARITY_EPS = ("default", "cpu")
 
 
 def coverage() -> list[dict]:
-    """One row per model type, supported or not yet: what docs/supported-models.md and
-    `mobius list models --json` show."""
+    """One row per model type and scope, supported or not yet: what docs/supported-models.md
+    and `mobius list models --json` show. A type may be supported for its encoder tasks and
+    not yet for text generation (BERT's causal-LM head), so the row says which `scope`."""
     from converter.not_yet import NOT_YET
+    from converter.not_yet_encoders import ENCODER_NOT_YET
 
     rows = [
         {
             "model_type": model_type,
             "status": "supported",
+            "scope": scope_of(family.task),
             "category": family.category,
             "task": family.task,
-            "genai_type": family.genai_type,
+            "tasks": list(family.tasks),
+            "genai_type": family.genai_type if family.task == "text-generation" else None,
             "parity_eps": list(PARITY_EPS),
             "notes": family.notes,
             "examples": list(family.examples),
         }
         for model_type, family in families().items()
     ]
-    rows += [
-        {"model_type": model_type, "status": "not yet", "category": category, "reason": reason}
-        for model_type, (category, reason) in NOT_YET.items()
-    ]
-    return sorted(rows, key=lambda row: row["model_type"])
+    for scope, table in (("text-generation", NOT_YET), ("encoders", ENCODER_NOT_YET)):
+        rows += [
+            {
+                "model_type": model_type,
+                "status": "not yet",
+                "scope": scope,
+                "category": category,
+                "reason": reason,
+            }
+            for model_type, (category, reason) in table.items()
+        ]
+    return sorted(rows, key=lambda row: (row["model_type"], row["scope"]))
+
+
+def scope_of(task: str) -> str:
+    """The coverage scope a task counts under: text generation, or the encoders."""
+    return "text-generation" if task == "text-generation" else "encoders"

@@ -76,9 +76,14 @@ def render_supported_models() -> str:
         "`model_type` in `config.json`. Each is parity-tested against `transformers` on the "
         f"{' and '.join(f'`{ep}`' for ep in PARITY_EPS)} graphs (a batch of two through "
         "prefill and KV-cache decode steps, plus a left-padded batch on `default`; max abs diff "
-        "<= 1e-4 in f32); the other EPs' graphs are checked structurally. Every causal-LM "
-        "`model_type` of the pinned transformers is either here or in the not-yet table below, "
-        "with the reason (`mobius list models --json` gives both to programs).",
+        "<= 1e-4 in f32); encoders on a padded batch of two for each head, every output "
+        "compared where the mask keeps it. The other EPs' graphs are checked structurally. "
+        "Two scopes are counted: every causal-LM `model_type` of the pinned transformers "
+        "(text-generation), and every type of its masked-LM, image-classification, "
+        "zero-shot-image-classification, CTC and audio-classification mappings (encoders); each "
+        "is either here or in the not-yet table below with the reason (`mobius list models "
+        "--json` gives both to programs). A type may be supported in one scope and not yet in "
+        "the other.",
         "",
         "| category | supported | not yet |",
         "|---|---:|---:|",
@@ -91,19 +96,29 @@ def render_supported_models() -> str:
         "",
         "## Supported",
         "",
-        "| model_type | category | task | onnxruntime-genai type | what sets it apart | examples |",
+        "| model_type | category | tasks | onnxruntime-genai type | what sets it apart "
+        "| examples |",
         "|---|---|---|---|---|---|",
     ]
     for row in supported:
         examples = ", ".join(f"`{e}`" for e in row["examples"])
+        genai = f"`{row['genai_type']}`" if row["genai_type"] else "—"
         lines.append(
-            f"| `{row['model_type']}` | {row['category']} | {row['task']} "
-            f"| `{row['genai_type']}` | {row['notes']} | {examples} |"
+            f"| `{row['model_type']}` | {row['category']} | {', '.join(row['tasks'])} "
+            f"| {genai} | {row['notes']} | {examples} |"
         )
-    lines += ["", "## Not yet", "", "| model_type | category | why |", "|---|---|---|"]
+    lines += [
+        "",
+        "## Not yet",
+        "",
+        "| model_type | scope | category | why |",
+        "|---|---|---|---|",
+    ]
     for row in rows:
         if row["status"] == "not yet":
-            lines.append(f"| `{row['model_type']}` | {row['category']} | {row['reason']} |")
+            lines.append(
+                f"| `{row['model_type']}` | {row['scope']} | {row['category']} | {row['reason']} |"
+            )
     lines += [
         "",
         "A config whose `model_type` is not supported is refused with the nearest supported "

@@ -258,9 +258,9 @@ def test_unregistered_model_type_without_a_near_match(tiny: Path) -> None:
 
 
 def test_unsupported_model_is_refused_before_weights_are_read(tiny: Path) -> None:
-    edit_config(tiny, model_type="bert")
+    edit_config(tiny, model_type="reformer")
     (tiny / WEIGHTS).write_bytes(b"junk")
-    with pytest.raises(UnsupportedModelError, match="'bert'"):
+    with pytest.raises(UnsupportedModelError, match="'reformer'"):
         convert(tiny)
 
 

@@ -157,6 +157,12 @@ class ConfigRules:
         self.aliases: Mapping[str, str] = aliases or {}
 
     # -- hooks a family overrides -----------------------------------------------------------
+    def select(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The section of config.json this family reads: the text model's."""
+        from converter.config.reader import text_config
+
+        return text_config(raw)
+
     def sliding_window(self, r: ConfigReader) -> int | None:
         return r.raw.get("sliding_window")
 

@@ -10,6 +10,7 @@ import onnx_ir as ir
 
 from converter.errors import MobiusError
 from converter.execution_providers import (
+    ENCODER_MHA,
     GATHER_Q4,
     GQA,
     MOE,
@@ -111,6 +112,8 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
         report.fusions[GQA] = ops[f"{MS_DOMAIN}.{GQA}"]
     if ep.has(MOE):
         report.fusions[MOE] = ops[f"{MS_DOMAIN}.{MOE}"]
+    if ops[f"{MS_DOMAIN}.{ENCODER_MHA}"]:
+        report.fusions[ENCODER_MHA] = ops[f"{MS_DOMAIN}.{ENCODER_MHA}"]
     expected = expected_fusions(module, plan)
     for name in sorted(set(report.fusions) | set(expected)):
         found, want = report.fusions.get(name, 0), expected.get(name, 0)

@@ -153,7 +153,7 @@ def fuse_skip_norms(model: ir.Model) -> int:
             name=f"{norm.name}/skip",
         )
         graph.insert_before(norm, fused)
-        norm.outputs[0].replace_all_uses_with(fused.outputs[0])
+        _take_place(norm.outputs[0], fused.outputs[0])
         add.outputs[0].replace_all_uses_with(fused.outputs[3])
         graph.remove(norm, safe=True)
         graph.remove(add, safe=True)
@@ -162,6 +162,14 @@ def fuse_skip_norms(model: ir.Model) -> int:
         model.opset_imports.setdefault(MS_DOMAIN, 1)
         graph.sort()  # the sum's other readers may come before the norm the fused node replaced
     return count
+
+
+def _take_place(old: ir.Value, new: ir.Value) -> None:
+    """`new` replaces `old` everywhere; as a graph output (an encoder's last norm) it keeps
+    `old`'s name, shape and type."""
+    if old.is_graph_output():
+        new.name, new.shape, new.type = old.name, old.shape, old.type
+    old.replace_all_uses_with(new, replace_graph_outputs=True)
 
 
 def _same_rank3(a: ir.Value, b: ir.Value) -> bool:

@@ -31,6 +31,7 @@ from converter.source import Source
 from converter.tasks import OPSET, Component
 
 MANIFEST = "mobius.json"
+INLINE_LIMIT = 1900 * 1024 * 1024  # below protobuf's 2 GiB cap on one file
 
 
 @dataclass
@@ -125,7 +126,12 @@ class ModelPackage:
 
 def _write_model(model: ir.Model, path: Path, progress: bool) -> None:
     """`path` and its external data `path`.data; the bar starts at the first tensor, the
-    first moment its total is known."""
+    first moment its total is known. Graphs under `onnx/` (the Transformers.js / Optimum
+    layout) are one file when protobuf allows: Transformers.js reads external data only when
+    a config asks for it."""
+    if path.parent.name == "onnx" and _weight_bytes(model) < INLINE_LIMIT:
+        ir.save(model, path)
+        return
     bar = None
 
     def tick(_tensor, info) -> None:
@@ -140,6 +146,10 @@ def _write_model(model: ir.Model, path: Path, progress: bool) -> None:
     finally:
         if bar is not None:
             bar.close()
+
+
+def _weight_bytes(model: ir.Model) -> int:
+    return sum(v.const_value.nbytes for v in model.graph.initializers.values())
 
 
 def _version(distribution: str) -> str | None:

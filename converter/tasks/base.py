@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import onnx_ir as ir
@@ -11,6 +11,8 @@ from onnxscript import nn
 from converter.components.cache import LayerCache
 
 OPSET = 23
+# the file-name suffix Transformers.js and Optimum give each dtype's graph
+DTYPE_SUFFIXES = {"f32": "", "f16": "_fp16", "bf16": "_bf16", "int8": "_quantized", "int4": "_q4"}
 
 
 @dataclass
@@ -26,6 +28,14 @@ class Component:
     module: nn.Module
     io: dict[str, Any]
     caches: list[LayerCache] = field(default_factory=list)
+
+    def saved_as(self, dtype: str) -> Component:
+        """Files under `onnx/` follow the Transformers.js / Optimum naming of their dtype
+        (`onnx/model.onnx` in f32, `onnx/model_fp16.onnx`, ...); others keep their name."""
+        if not self.filename.startswith("onnx/"):
+            return self
+        stem = self.filename.removesuffix(".onnx")
+        return replace(self, filename=f"{stem}{DTYPE_SUFFIXES[dtype]}.onnx")
 
 
 def new_graph(name: str = "main_graph") -> ir.Graph:

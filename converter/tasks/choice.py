@@ -1,0 +1,47 @@
+"""Which task a build makes: the one asked for, else the head config.json's `architectures`
+names (`BertForMaskedLM` -> fill-mask, `BertModel` -> feature-extraction), else the family's
+default. A head mobius does not convert is refused by name."""
+
+from __future__ import annotations
+
+from converter.errors import ConfigError
+
+# the class-name endings of transformers' task heads, longest first when matching
+HEAD_TASKS = {
+    "ForMaskedLM": "fill-mask",
+    "ForPreTraining": "fill-mask",
+    "ForSequenceClassification": "text-classification",
+    "ForTokenClassification": "token-classification",
+    "ForQuestionAnswering": "question-answering",
+    "ForImageClassification": "image-classification",
+    "ForImageClassificationWithTeacher": "image-classification",
+    "ForCTC": "automatic-speech-recognition",
+    "ForAudioClassification": "audio-classification",
+    "Model": "feature-extraction",
+    "ForCausalLM": "text-generation",
+    "LMHeadModel": "text-generation",
+}
+
+
+def task_of(raw: dict, family, asked: str | None) -> str:
+    """The task name to build for `family` from config.json `raw`; `asked` wins if given."""
+    if asked is not None:
+        if asked not in family.tasks:
+            raise ConfigError(
+                f"{family.model_type} models convert for {', '.join(family.tasks)}, not {asked}"
+            )
+        return asked
+    architectures = raw.get("architectures")
+    if family.task == "text-generation" or not architectures:
+        return family.task
+    if not isinstance(architectures, list) or not isinstance(architectures[0], str):
+        raise ConfigError("'architectures' must list class names")
+    head = architectures[0]
+    endings = sorted((e for e in HEAD_TASKS if head.endswith(e)), key=len, reverse=True)
+    task = HEAD_TASKS[endings[0]] if endings else None
+    if task not in family.tasks:
+        raise ConfigError(
+            f"architectures[0] = {head!r} is a head mobius does not convert; {family.model_type} "
+            f"converts for {', '.join(family.tasks)} (choose one with --task)"
+        )
+    return task

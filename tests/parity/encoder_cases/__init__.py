@@ -1,0 +1,32 @@
+"""Every encoder parity case, gathered from this package's modules (one per family module):
+`CASES` maps a case id, `model_type` or `model_type:variant`, to an EncoderCase."""
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class EncoderCase:
+    """A tiny config (`model_type` and sizes) and the transformers head classes to convert,
+    each checked on every output its graph has. `inputs` is the modality fed: text, image
+    or audio."""
+
+    config: dict
+    heads: tuple[str, ...]
+    inputs: str = "text"
+    overrides: dict = field(default_factory=dict)  # config keys set after construction
+
+
+def _gather() -> dict[str, EncoderCase]:
+    cases: dict[str, EncoderCase] = {}
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for name, case in module.CASES.items():
+            if name in cases:
+                raise RuntimeError(f"encoder parity case {name!r} is defined twice")
+            cases[name] = case
+    return dict(sorted(cases.items()))
+
+
+CASES = _gather()

@@ -1,0 +1,68 @@
+"""Every encoder family against transformers on the same random weights (f32), on the portable
+`default` graph and the `cpu` graph with onnxruntime's fused encoder kernels, for each head the
+case names: a batch of two whose second row is padded, every output compared on the positions
+the mask keeps."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from converter import build
+from converter.execution_providers import ENCODER_MHA
+from tests.parity.encoder_cases import CASES
+from tests.parity.encoder_reference import INPUTS, TEXT_MASK, make_encoder, reference_outputs
+
+TOLERANCE = 1e-4
+PARAMS = [(case, head) for case in sorted(CASES) for head in CASES[case].heads]
+
+
+@pytest.fixture(scope="module", params=PARAMS, ids=[f"{c}-{h}" for c, h in PARAMS])
+def converted(request, tmp_path_factory):
+    case_id, head = request.param
+    case = CASES[case_id]
+    folder = tmp_path_factory.mktemp(case_id.replace(":", "-"))
+    reference = make_encoder(case_id, case, head, folder / "hf")
+    packages = {}
+    for ep in ("default", "cpu"):
+        packages[ep] = build(str(folder / "hf"), ep=ep, progress=False)
+        packages[ep].save(folder / ep, progress=False)
+    return case, reference, packages, folder
+
+
+def _masked(array: np.ndarray) -> np.ndarray:
+    """Zero the padded positions of outputs that have a sequence axis."""
+    if array.ndim >= 2 and array.shape[:2] == TEXT_MASK.shape:
+        mask = TEXT_MASK.reshape(*TEXT_MASK.shape, *([1] * (array.ndim - 2)))
+        return array * mask
+    return array
+
+
+@pytest.mark.parametrize("ep", ["default", "cpu"])
+def test_outputs_match_transformers(converted, ep):
+    case, reference, packages, folder = converted
+    session = ort.InferenceSession(folder / ep / packages[ep].components[0].filename)
+    feeds = INPUTS[case.inputs](case.config)
+    feeds = {i.name: feeds[i.name] for i in session.get_inputs()}
+    expected = reference_outputs(reference, feeds)
+    names = [o.name for o in session.get_outputs()]
+    diffs = {}
+    for name, actual in zip(names, session.run(None, feeds), strict=True):
+        want = getattr(expected, name).numpy()
+        assert actual.shape == want.shape, name
+        diffs[name] = float(np.abs(_masked(actual) - _masked(want)).max())
+    print(ep, diffs)
+    assert max(diffs.values()) <= TOLERANCE, diffs
+
+
+def test_cpu_graph_runs_the_fused_kernels(converted):
+    """Every layer's attention in com.microsoft.MultiHeadAttention and its norms fused with
+    their residual adds, unless the package says why not."""
+    package = converted[2]["cpu"]
+    ops = [n.op_type for n in package.components[0].model.graph]
+    fallbacks = [f for f in package.lowering.fallbacks if ENCODER_MHA in f]
+    layers = package.config.num_hidden_layers
+    assert ops.count("MultiHeadAttention") == (0 if fallbacks else layers)
+    assert "Attention" not in ops or fallbacks
+    assert ops.count("SkipLayerNormalization") == package.lowering.fusions.get("skip_norms")
