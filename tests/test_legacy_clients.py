@@ -1,14 +1,17 @@
-"""sentence-transformers (backend="onnx") and Optimum's ORTModel classes load an encoder export
-placed as onnx/model.onnx beside a repo's own files, and give the numbers of the torch model.
+"""sentence-transformers (backend="onnx") and Optimum's ORTModel classes load mobius's encoder
+export unchanged, and give the numbers of the torch model.
 
-The clients run in their own venv (tests/legacy_clients); the tiny models are made there too."""
+The tiny models are made where the clients run (their own venv, tests/legacy_clients), mobius
+converts them here, and only its onnx/ folder is put beside the model's own files: what a mobius
+pull request adds to a sentence-transformers repo."""
 
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.legacy_clients import LegacyClients
+from converter import build
 
 # Different lengths, one padded batch; "harbour" is not in the vocabulary ([UNK]).
 SENTENCES = [
@@ -20,9 +23,13 @@ SENTENCES = [
 PAIRS = [["the river", "a boat"], ["stone", "the old bridge at night"], ["sea", "sea"]]
 
 
-def export(clients: LegacyClients, folder: Path, task: str) -> None:
-    """Writes folder/onnx/model.onnx."""
-    clients("optimum-export", folder=str(folder), task=task)
+def add_mobius_onnx(folder: Path, task: str, ep: str = "default", dtype: str = "f32") -> None:
+    """Converts `folder` with mobius and copies the export's onnx/ folder, and nothing else,
+    into it (the export itself goes beside `folder`)."""
+    package = build(str(folder), task=task, ep=ep, dtype=dtype, progress=False)
+    assert package.task.name == task
+    out = package.save(folder.with_name(f"{folder.name}-export"), progress=False)
+    shutil.copytree(out / "onnx", folder / "onnx")
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -35,7 +42,7 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def sentence_model(request, legacy_clients, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("legacy-st") / f"tiny-st-{request.param}"
     legacy_clients("make-sentence-transformer", folder=str(folder), layout=request.param)
-    export(legacy_clients, folder, "feature-extraction")
+    add_mobius_onnx(folder, "feature-extraction")
     return folder
 
 
@@ -43,7 +50,7 @@ def sentence_model(request, legacy_clients, tmp_path_factory) -> Path:
 def classifier(legacy_clients, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("legacy-cls") / "tiny-classifier"
     legacy_clients("make-classifier", folder=str(folder))
-    export(legacy_clients, folder, "text-classification")
+    add_mobius_onnx(folder, "text-classification")
     return folder
 
 
@@ -59,6 +66,31 @@ def test_sentence_transformers_onnx_backend_matches_torch(legacy_clients, senten
     # The sentences are told apart, so a graph that misread its inputs could not pass.
     others = cosines(torch_embeddings, torch_embeddings)[~np.eye(len(SENTENCES), dtype=bool)]
     assert others.max() < 0.99
+
+
+# Another EP's graph at onnx/model.onnx, and the other dtypes under the names people pass as
+# model_kwargs={"file_name": ...}. int4 on random weights moves embeddings (its numbers are the
+# parity tests' business): here it must load and still point the same way.
+@pytest.mark.parametrize(
+    ("ep", "dtype", "file_name", "least"),
+    [
+        ("cpu", "f32", "", 0.9999),
+        ("default", "f16", "onnx/model_fp16.onnx", 0.9999),
+        ("cpu", "int4", "onnx/model_q4.onnx", 0.9),
+    ],
+)
+def test_sentence_transformers_loads_each_variant(
+    legacy_clients, tmp_path, ep, dtype, file_name, least
+):
+    folder = tmp_path / "tiny-st"
+    legacy_clients("make-sentence-transformer", folder=str(folder))
+    add_mobius_onnx(folder, "feature-extraction", ep, dtype)
+    result = legacy_clients(
+        "sentence-transformers", folder=str(folder), sentences=SENTENCES, file_name=file_name
+    )
+    assert Path(result["onnx_file"]) == (folder / (file_name or "onnx/model.onnx")).resolve()
+    same = np.diag(cosines(np.array(result["onnx"]), np.array(result["torch"])))
+    assert same.min() >= least, same
 
 
 def test_optimum_feature_extraction_matches_transformers(legacy_clients, sentence_model):

@@ -2,7 +2,7 @@
 
 The venv is built once for a given requirements.txt and main environment, under the user's
 cache (~/.cache/mobius-test-venvs/), and kept for later sessions; a fresh machine builds it
-inside the test run (about 10 s: it installs the pinned clients and reuses the main
+inside the test run (10-40 s on 2 cores: it installs the pinned clients and reuses the main
 environment's torch, onnxruntime and numpy through --system-site-packages). The tests talk to
 one runner.py process in it, a JSON line in and out per call."""
 
@@ -108,7 +108,10 @@ def build_legacy_clients(cache: Path | None = None) -> LegacyClients:
         # setuptools would shadow the newer one torch needs).
         _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(folder)])
         python = folder / "bin" / "python"
-        _run([str(python), "-m", "pip", "install", "--quiet", "-r", str(REQUIREMENTS)])
+        # --no-compile: byte-compiling all of transformers took longer than the download; the
+        # few modules the runner imports are compiled on first import instead.
+        install = ["install", "--quiet", "--no-compile", "-r", str(REQUIREMENTS)]
+        _run([str(python), "-m", "pip", *install])
         clients = LegacyClients(python)
         found = clients("versions")
         wrong = {k for k, v in _pins().items() if k in found and found[k].split("+")[0] != v}

@@ -3,8 +3,6 @@
 Each returns the ONNX path the client actually opened, so a test can tell a loaded export
 from one the client made itself (sentence-transformers exports silently when it finds none)."""
 
-import shutil
-import tempfile
 from pathlib import Path
 
 import torch
@@ -26,12 +24,14 @@ def _opened(ort_model) -> str:
     return str(Path(ort_model.path).resolve())
 
 
-def sentence_transformers(folder: str, sentences: list[str]) -> dict:
+def sentence_transformers(folder: str, sentences: list[str], file_name: str = "") -> dict:
     """SentenceTransformer embeddings from the torch and the onnx backend of one folder, the
-    sentences in one padded batch."""
+    sentences in one padded batch; `file_name` picks another graph than onnx/model.onnx, as
+    people do (model_kwargs={"file_name": "onnx/model_fp16.onnx"})."""
     result = {}
     for backend in ("torch", "onnx"):
-        model = SentenceTransformer(folder, backend=backend, device="cpu")
+        kwargs = {"file_name": file_name} if file_name and backend == "onnx" else {}
+        model = SentenceTransformer(folder, backend=backend, device="cpu", model_kwargs=kwargs)
         result[backend] = model.encode(sentences, batch_size=len(sentences)).tolist()
     result["onnx_file"] = _opened(model[0].model)
     return result
@@ -58,18 +58,5 @@ def optimum(folder: str, task: str, sentences: list[str]) -> dict:
         "onnx": getattr(ort_model(**inputs), output).tolist(),
         "torch": reference.tolist(),
         "attention_mask": inputs["attention_mask"].tolist(),
-        "onnx_inputs": list(ort_model.input_names),
         "onnx_file": _opened(ort_model),
     }
-
-
-def optimum_export(folder: str, task: str) -> dict:
-    """Optimum's own exporter writes folder/onnx/model.onnx: a known-good export that proves
-    the harness, not mobius."""
-    from optimum.exporters.onnx import main_export
-
-    with tempfile.TemporaryDirectory() as out:
-        main_export(folder, out, task=task, library_name="transformers", no_post_process=True)
-        (Path(folder) / "onnx").mkdir(exist_ok=True)
-        shutil.move(Path(out) / "model.onnx", Path(folder) / "onnx" / "model.onnx")
-    return {"onnx_file": str(Path(folder) / "onnx" / "model.onnx")}

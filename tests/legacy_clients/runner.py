@@ -29,7 +29,6 @@ def main() -> None:
         "sentence-transformers": clients.sentence_transformers,
         "cross-encoder": clients.cross_encoder,
         "optimum": clients.optimum,
-        "optimum-export": clients.optimum_export,
     }
     for line in sys.stdin:
         request = json.loads(line)
