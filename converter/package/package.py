@@ -133,9 +133,13 @@ def _write_model(model: ir.Model, path: Path, progress: bool) -> None:
     first moment its total is known. Graphs under `onnx/` (the Transformers.js / Optimum
     layout) are one file when protobuf allows: Transformers.js reads external data only when
     a config asks for it."""
-    if path.parent.name == "onnx" and _weight_bytes(model) < INLINE_LIMIT:
-        ir.save(model, path)
-        return
+    # Transformers.js and Optimum fetch a graph's external data as `<file>_data`
+    external = f"{path.name}.data"
+    if path.parent.name == "onnx":
+        if _weight_bytes(model) < INLINE_LIMIT:
+            ir.save(model, path)
+            return
+        external = f"{path.name}_data"
     bar = None
 
     def tick(_tensor, info) -> None:
@@ -146,7 +150,7 @@ def _write_model(model: ir.Model, path: Path, progress: bool) -> None:
 
     try:
         callback = tick if progress else None
-        ir.save(model, path, external_data=f"{path.name}.data", callback=callback, max_workers=2)
+        ir.save(model, path, external_data=external, callback=callback, max_workers=2)
     finally:
         if bar is not None:
             bar.close()
