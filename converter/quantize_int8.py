@@ -54,7 +54,7 @@ def quantize_q8(weight: np.ndarray) -> Q8Weight:
     rows = max(1, _CHUNK_VALUES // k)
     for start in range(0, n, rows):
         part = slice(start, start + rows)
-        block = np.asarray(weight[part], dtype=np.float32)
+        block = np.array(weight[part], dtype=np.float32)  # a copy: worked on in place
         scale = np.abs(block).max(axis=1) / np.float32(LIMIT)
         if not np.isfinite(scale).all():
             raise ValueError("weight contains NaN or infinite values")
