@@ -244,6 +244,7 @@ def _context(source: SourceInfo, variants: list[VariantInfo]) -> dict[str, Any]:
             r["name"] for r in rows if r["status"] == "not executed" and r["ep"] in GPU_EPS
         ],
         "failed": [r["name"] for r in rows if r["status"] == "failed"],
+        "has_int8": any(r["dtype"] == "int8" for r in rows),
         "has_int4": any(r["dtype"] == "int4" for r in rows),
         "has_half": any(r["dtype"] in ("f16", "bf16") for r in rows),
     }
