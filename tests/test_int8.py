@@ -25,6 +25,9 @@ from converter.lowering.int8 import quantize_matmuls_int8
 from converter.quantize_int8 import quantize_q8
 from converter.validate.reference import TransformersReference
 from converter.validate.runtime import OnnxDecoder
+from tests.parity.encoder_cases import EncoderCase
+from tests.parity.encoder_cases.bert import TEXT
+from tests.parity.encoder_reference import make_encoder
 from tests.parity.reference import make_checkpoint
 from tests.quantized_reference import int8_dequantized_copy
 from tests.test_ep_matrix import PROMPT, STEPS, _compare
@@ -181,3 +184,19 @@ def test_the_eps_running_int8_are_those_whose_kernel_tables_have_it(tmp_path):
     for ep in EPS:
         missing = [line for line in unsupported_ops(model, ep) if any(op in line for op in chain)]
         assert ("int8" in EXECUTION_PROVIDERS[ep].dtypes) == (not missing), (ep, missing)
+
+
+def test_encoders_quantize_their_layers_and_keep_the_vocabulary_projection_float(tmp_path):
+    """The pass reads any component: a BERT encoder's projections become int8 in the graph
+    Transformers.js and Optimum name model_quantized.onnx; an untied masked-LM decoder, an LM
+    head, stays float."""
+    case = EncoderCase({"model_type": "bert", **TEXT, "tie_word_embeddings": False}, ())
+    make_encoder("bert:untied", case, "BertForMaskedLM", tmp_path / "hf")
+    package = build(str(tmp_path / "hf"), ep="cpu", dtype="int8", progress=False)
+    [component] = package.components
+    assert component.filename == "onnx/model_quantized.onnx"
+    # q, k, v, attention output, intermediate, output per layer; the prediction transform
+    assert package.lowering.fusions["int8_matmuls"] == 6 * package.config.num_hidden_layers + 1
+    decoder = component.model.graph.initializers["cls.predictions.decoder.weight"]
+    assert decoder.dtype == ir.DataType.FLOAT
+    assert [node.op_type for node, _ in decoder.uses()] == ["MatMul"]

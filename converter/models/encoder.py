@@ -184,12 +184,14 @@ class BertBody(nn.Module):
 
 class MaskedLMHead(nn.Module):
     """cls.predictions: transform (dense, act, LayerNorm), then the tied word table (or its own
-    `decoder`) and the vocabulary bias."""
+    `decoder`, an LM head: int4 only with --int4-lm-head, never int8) and the vocabulary bias."""
 
     def __init__(self, cfg: EncoderConfig, dtype: ir.DataType, tied: bool):
         super().__init__()
         self.transform = PredictionTransform(cfg, dtype)
-        self.decoder = None if tied else Linear(cfg.embedding_size, cfg.vocab_size, False, dtype)
+        self.decoder = (
+            None if tied else Linear(cfg.embedding_size, cfg.vocab_size, False, dtype, head=True)
+        )
         self.bias = nn.Parameter([cfg.vocab_size], dtype)
 
     def forward(self, op, hidden, table):
