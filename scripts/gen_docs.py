@@ -222,10 +222,12 @@ def _int8_section() -> list[str]:
         "`DynamicQuantizeLinear(x)` -> `MatMulInteger(x_q, W_q, x_zero)` -> `Cast` to "
         "float -> `Mul` by `x_scale * W_scale`. MatMuls reading the same input share its "
         "`DynamicQuantizeLinear`. Activations stay float32 (the ONNX schema of "
-        "`DynamicQuantizeLinear` takes nothing else), on every EP. The lm_head, the "
-        "embeddings, MoE routers, expert stacks and latent attention's `kv_b_proj` stay "
-        "float32; `lowering.fallbacks` names the last two when a model has them. Weights "
-        "are quantized tensor by tensor while the package is written, as int4.",
+        "`DynamicQuantizeLinear` takes nothing else), on every EP. The lm_head (a masked "
+        "LM's vocabulary projection too), the embeddings, MoE routers, expert stacks and "
+        "latent attention's `kv_b_proj` stay float32; `lowering.fallbacks` names the last "
+        "two when a model has them. Encoders' poolers and classifiers are projections like "
+        "any other and become int8 (as in Optimum's quantized exports). Weights are "
+        "quantized tensor by tensor while the package is written, as int4.",
         "",
         "Weights use codes -64..64 (7 bits), not -127..127: activations reach "
         "`MatMulInteger` as uint8, and onnxruntime's uint8 x int8 kernels on x86 CPUs "
