@@ -116,10 +116,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (Dinov2WithRegistersForImageClassification): its blocks are not built yet",
     ),
-    "distilbert": (
-        "encoder",
-        "a text encoder (DistilBertForMaskedLM): its blocks are not built yet",
-    ),
     "donut-swin": (
         "vision",
         "a vision model (DonutSwinForImageClassification): its blocks are not built yet",
