@@ -92,14 +92,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (Data2VecVisionForImageClassification): its blocks are not built yet",
     ),
-    "deberta": (
-        "encoder",
-        "a text encoder (DebertaForMaskedLM): its blocks are not built yet",
-    ),
-    "deberta-v2": (
-        "encoder",
-        "a text encoder (DebertaV2ForMaskedLM): its blocks are not built yet",
-    ),
     "deit": (
         "vision",
         "a vision model (DeiTForImageClassification): its blocks are not built yet",
