@@ -243,10 +243,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (MobileViTV2ForImageClassification): its blocks are not built yet",
     ),
-    "modernbert": (
-        "encoder",
-        "a text encoder (ModernBertForMaskedLM): its blocks are not built yet",
-    ),
     "modernvbert": (
         "encoder",
         "a text encoder (ModernVBertForMaskedLM): its blocks are not built yet",
