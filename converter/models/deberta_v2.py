@@ -54,6 +54,7 @@ class Disentangled:
     conv_groups: int
     conv_act: str
     legacy: bool  # the masked-LM head is `cls.predictions` (else `lm_predictions.lm_head`)
+    tied: bool  # tie_word_embeddings: the legacy head's decoder is the word table
     pooler_act: str
 
     @property
@@ -375,9 +376,8 @@ class DebertaV2Model(BertEncoderModel):
     def make_head(self, cfg, dtype, task: str, tensors: frozenset[str]) -> None:
         if task == "fill-mask":
             if cfg.extra["deberta"].legacy:
-                self.cls = BertPredictions(
-                    cfg, dtype, "cls.predictions.decoder.weight" not in tensors
-                )
+                tied = cfg.extra["deberta"].tied
+                self.cls = BertPredictions(cfg, dtype, tied, decoder_bias=True)
             else:
                 self.lm_predictions = LMPredictions(cfg, dtype)
             return
@@ -448,6 +448,7 @@ class DebertaRules(EncoderRules):
             conv_groups=groups,
             conv_act=r.str("conv_act", default="tanh"),
             legacy=r.bool("legacy", True),
+            tied=r.bool("tie_word_embeddings", True),
             pooler_act=r.str("pooler_hidden_act", default="gelu"),
         )
         return {"deberta": settings}
@@ -465,13 +466,16 @@ def _attention_kinds(r: ConfigReader) -> set[str]:
 
 
 # the position ids buffer, an absolute table transformers drops when positions are not biased
-# in, and the pretraining heads (replaced-token detection; the v3 masked-LM head that the
-# legacy head of DebertaV2ForMaskedLM does not read)
+# in, the pretraining heads (replaced-token detection; the v3 masked-LM head that the legacy
+# head of DebertaV2ForMaskedLM does not read), a tied decoder's stored copies and the bias an
+# untied one replaces
 DEBERTA_UNUSED = (
     r"(deberta\.)?embeddings\.position_ids",
     r"(deberta\.)?embeddings\.position_embeddings\.weight",
     r"mask_predictions\..*",
     r"lm_predictions\..*",
+    r"cls\.predictions\.decoder\..*",
+    r"cls\.predictions\.bias",
 )
 
 FAMILIES = [

@@ -1,7 +1,8 @@
 """DistilBERT: BERT's post-norm layers under other names (`q_lin`.. `out_lin`, `sa_layer_norm`,
 `ffn.lin1/lin2`, `output_layer_norm`), no token types, LayerNorm eps fixed at 1e-12; its
 classifier reads relu(pre_classifier(first token)), its masked-LM head is `vocab_transform`,
-`vocab_layer_norm` and `vocab_projector` (tied to the word table unless the checkpoint has it).
+`vocab_layer_norm` and `vocab_projector` (its weight the word table's under tie_word_embeddings,
+its bias its own).
 `sinusoidal_pos_embds` only initializes the position table, which checkpoints store."""
 
 from __future__ import annotations
@@ -105,10 +106,10 @@ class DistilBertModel(BertEncoderModel):
         if task == "fill-mask":
             self.vocab_transform = Linear(size, size, True, dtype)
             self.vocab_layer_norm = LayerNorm(size, EPS, dtype)
-            if "vocab_projector.weight" in tensors:
-                self.vocab_projector = Linear(size, cfg.vocab_size, True, dtype)
-            else:  # tied: the word table, and a bias of its own
+            if cfg.extra["tied"]:  # the word table, and a bias of its own
                 self.vocab_projector = Bias(cfg.vocab_size, dtype)
+            else:
+                self.vocab_projector = Linear(size, cfg.vocab_size, True, dtype)
             return
         if task == "text-classification":
             self.pre_classifier = Linear(size, size, True, dtype)
@@ -134,6 +135,9 @@ class DistilBertRules(EncoderRules):
     def read(self, r) -> EncoderConfig:
         return dataclasses.replace(super().read(r), norm_eps=EPS)
 
+    def read_extra(self, r) -> dict:
+        return {"tied": r.bool("tie_word_embeddings", True)}
+
 
 FAMILIES = [
     Family(
@@ -147,7 +151,8 @@ FAMILIES = [
         rules=DistilBertRules(token_types=False),
         task="feature-extraction",
         category="encoder",
-        unused=(r"(distilbert\.)?embeddings\.position_ids",),
+        # a tied projector's copy of the word table that some checkpoints store
+        unused=(r"(distilbert\.)?embeddings\.position_ids", r"vocab_projector\.weight"),
         prefix="distilbert.",
     ),
 ]

@@ -42,6 +42,7 @@ class ModernBertConfig(EncoderConfig):
     classifier_activation: str = "gelu"
     classifier_pooling: str = "cls"
     decoder_bias: bool = True
+    tie_word_embeddings: bool = True
 
 
 def _norm(cfg: ModernBertConfig, dtype: ir.DataType) -> LayerNorm:
@@ -160,7 +161,7 @@ class ModernBertModel(BertEncoderModel):
             return
         self.head = PredictionHead(cfg, dtype)
         if task == "fill-mask":
-            self.tied = "decoder.weight" not in tensors
+            self.tied = cfg.tie_word_embeddings
             if not self.tied:
                 self.decoder = Linear(cfg.hidden_size, cfg.vocab_size, cfg.decoder_bias, dtype)
             else:  # the token table, and its own bias (decoder_bias)
@@ -254,6 +255,7 @@ class ModernBertRules(EncoderRules):
             classifier_activation=r.str("classifier_activation", default="gelu"),
             classifier_pooling=pooling,
             decoder_bias=r.bool("decoder_bias", True),
+            tie_word_embeddings=r.bool("tie_word_embeddings", True),
         )
 
 
@@ -279,5 +281,6 @@ FAMILIES = [
         task="feature-extraction",
         category="encoder",
         prefix="model.",
+        unused=(r"decoder\.weight",),  # a tied decoder's copy of the table, where stored
     ),
 ]

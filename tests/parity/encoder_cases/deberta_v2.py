@@ -37,9 +37,15 @@ CASES = {
         },
         ("DebertaV2ForMaskedLM", "DebertaV2ForSequenceClassification"),
     ),
-    # c2p alone, a narrower embedding table projected up
+    # c2p alone, a narrower embedding table projected up, an untied legacy decoder
     "deberta-v2:c2p": EncoderCase(
-        {**V3, "pos_att_type": ["c2p"], "embedding_size": 32, "position_buckets": 4},
+        {
+            **V3,
+            "pos_att_type": ["c2p"],
+            "embedding_size": 32,
+            "position_buckets": 4,
+            "tie_word_embeddings": False,
+        },
         ("DebertaV2ForMaskedLM", "DebertaV2Model"),
     ),
 }
