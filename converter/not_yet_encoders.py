@@ -247,10 +247,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (ModernVBertForMaskedLM): its blocks are not built yet",
     ),
-    "mpnet": (
-        "encoder",
-        "a text encoder (MPNetForMaskedLM): its blocks are not built yet",
-    ),
     "mra": (
         "encoder",
         "a text encoder (MraForMaskedLM): its blocks are not built yet",
