@@ -5,10 +5,6 @@ image-classification, zero-shot-image-classification, CTC and audio-classificati
 listed here)."""
 
 ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
-    "albert": (
-        "encoder",
-        "a text encoder (AlbertForMaskedLM): its blocks are not built yet",
-    ),
     "align": (
         "multimodal",
         "a two-tower text-image model (AlignModel): its blocks are not built yet",
