@@ -321,10 +321,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (RoCBertForMaskedLM): its blocks are not built yet",
     ),
-    "roformer": (
-        "encoder",
-        "a text encoder (RoFormerForMaskedLM): its blocks are not built yet",
-    ),
     "segformer": (
         "vision",
         "a vision model (SegformerForImageClassification): its blocks are not built yet",
