@@ -152,10 +152,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "audio",
         "a speech encoder (GraniteSpeech5ForCTC): its blocks are not built yet",
     ),
-    "gte": (
-        "encoder",
-        "a text encoder (GteForMaskedLM): its blocks are not built yet",
-    ),
     "hgnet_v2": (
         "vision",
         "a vision model (HGNetV2ForImageClassification): its blocks are not built yet",
@@ -180,10 +176,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "imagegpt": (
         "vision",
         "a vision model (ImageGPTForImageClassification): its blocks are not built yet",
-    ),
-    "jina_embeddings_v3": (
-        "encoder",
-        "a text encoder (JinaEmbeddingsV3ForMaskedLM): its blocks are not built yet",
     ),
     "lasr_ctc": (
         "audio",
@@ -255,10 +247,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "neomme": (
         "encoder",
         "a text encoder (NeoMMEForMaskedLM): its blocks are not built yet",
-    ),
-    "nomic_bert": (
-        "encoder",
-        "a text encoder (NomicBertForMaskedLM): its blocks are not built yet",
     ),
     "nystromformer": (
         "encoder",
