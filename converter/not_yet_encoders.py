@@ -5,10 +5,6 @@ image-classification, zero-shot-image-classification, CTC and audio-classificati
 listed here)."""
 
 ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
-    "albert": (
-        "encoder",
-        "a text encoder (AlbertForMaskedLM): its blocks are not built yet",
-    ),
     "align": (
         "multimodal",
         "a two-tower text-image model (AlignModel): its blocks are not built yet",
@@ -92,14 +88,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (Data2VecVisionForImageClassification): its blocks are not built yet",
     ),
-    "deberta": (
-        "encoder",
-        "a text encoder (DebertaForMaskedLM): its blocks are not built yet",
-    ),
-    "deberta-v2": (
-        "encoder",
-        "a text encoder (DebertaV2ForMaskedLM): its blocks are not built yet",
-    ),
     "deit": (
         "vision",
         "a vision model (DeiTForImageClassification): its blocks are not built yet",
@@ -115,10 +103,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "dinov2_with_registers": (
         "vision",
         "a vision model (Dinov2WithRegistersForImageClassification): its blocks are not built yet",
-    ),
-    "distilbert": (
-        "encoder",
-        "a text encoder (DistilBertForMaskedLM): its blocks are not built yet",
     ),
     "donut-swin": (
         "vision",
@@ -168,10 +152,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "audio",
         "a speech encoder (GraniteSpeech5ForCTC): its blocks are not built yet",
     ),
-    "gte": (
-        "encoder",
-        "a text encoder (GteForMaskedLM): its blocks are not built yet",
-    ),
     "hgnet_v2": (
         "vision",
         "a vision model (HGNetV2ForImageClassification): its blocks are not built yet",
@@ -196,10 +176,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "imagegpt": (
         "vision",
         "a vision model (ImageGPTForImageClassification): its blocks are not built yet",
-    ),
-    "jina_embeddings_v3": (
-        "encoder",
-        "a text encoder (JinaEmbeddingsV3ForMaskedLM): its blocks are not built yet",
     ),
     "lasr_ctc": (
         "audio",
@@ -255,17 +231,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (MobileViTV2ForImageClassification): its blocks are not built yet",
     ),
-    "modernbert": (
-        "encoder",
-        "a text encoder (ModernBertForMaskedLM): its blocks are not built yet",
-    ),
     "modernvbert": (
         "encoder",
         "a text encoder (ModernVBertForMaskedLM): its blocks are not built yet",
-    ),
-    "mpnet": (
-        "encoder",
-        "a text encoder (MPNetForMaskedLM): its blocks are not built yet",
     ),
     "mra": (
         "encoder",
@@ -279,10 +247,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "neomme": (
         "encoder",
         "a text encoder (NeoMMEForMaskedLM): its blocks are not built yet",
-    ),
-    "nomic_bert": (
-        "encoder",
-        "a text encoder (NomicBertForMaskedLM): its blocks are not built yet",
     ),
     "nystromformer": (
         "encoder",
@@ -344,10 +308,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "roc_bert": (
         "encoder",
         "a text encoder (RoCBertForMaskedLM): its blocks are not built yet",
-    ),
-    "roformer": (
-        "encoder",
-        "a text encoder (RoFormerForMaskedLM): its blocks are not built yet",
     ),
     "segformer": (
         "vision",

@@ -17,6 +17,8 @@ def activation(op, name: str, x):
         return op.Gelu(x)
     if name == "relu":
         return op.Relu(x)
+    if name == "tanh":
+        return op.Tanh(x)
     if name == "relu2":
         positive = op.Relu(x)
         return op.Mul(positive, positive)
