@@ -124,7 +124,7 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
     heads = {
         m.weight.name
         for m in module.modules()
-        if getattr(m, "head", False) and m.weight is not None
+        if getattr(m, "head", False) is True and m.weight is not None  # a flag, not a submodule
     }
     routers = {m.weight.name for m in module.modules() if getattr(m, "keeps_float", False)}
     if plan.int8:
