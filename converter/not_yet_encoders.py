@@ -46,10 +46,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "multimodal",
         "a two-tower text-image model (Blip2ForImageTextRetrieval): its blocks are not built yet",
     ),
-    "camembert": (
-        "encoder",
-        "a text encoder (CamembertForMaskedLM): its blocks are not built yet",
-    ),
     "chinese_clip": (
         "multimodal",
         "a two-tower text-image model (ChineseCLIPModel): its blocks are not built yet",
@@ -83,10 +79,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "audio",
         "a speech encoder (Data2VecAudioForCTC, Data2VecAudioForSequenceClassification): "
         "its blocks are not built yet",
-    ),
-    "data2vec-text": (
-        "encoder",
-        "a text encoder (Data2VecTextForMaskedLM): its blocks are not built yet",
     ),
     "data2vec-vision": (
         "vision",
@@ -333,10 +325,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (ResNetForImageClassification): its blocks are not built yet",
     ),
-    "roberta": (
-        "encoder",
-        "a text encoder (RobertaForMaskedLM): its blocks are not built yet",
-    ),
     "roberta-prelayernorm": (
         "encoder",
         "a text encoder (RobertaPreLayerNormForMaskedLM): its blocks are not built yet",
@@ -465,10 +453,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "xlm": (
         "encoder",
         "a text encoder (XLMWithLMHeadModel): its blocks are not built yet",
-    ),
-    "xlm-roberta": (
-        "encoder",
-        "a text encoder (XLMRobertaForMaskedLM): its blocks are not built yet",
     ),
     "xlm-roberta-xl": (
         "encoder",
