@@ -218,10 +218,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "MBartForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"
         "decoders are issue 13",
     ),
-    "megatron-bert": (
-        "encoder",
-        "a text encoder (MegatronBertForMaskedLM): its blocks are not built yet",
-    ),
     "metaclip_2": (
         "multimodal",
         "a two-tower text-image model (MetaClip2Model, MetaClip2ForImageClassification): "
@@ -324,10 +320,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "resnet": (
         "vision",
         "a vision model (ResNetForImageClassification): its blocks are not built yet",
-    ),
-    "roberta-prelayernorm": (
-        "encoder",
-        "a text encoder (RobertaPreLayerNormForMaskedLM): its blocks are not built yet",
     ),
     "roc_bert": (
         "encoder",
@@ -453,10 +445,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "xlm": (
         "encoder",
         "a text encoder (XLMWithLMHeadModel): its blocks are not built yet",
-    ),
-    "xlm-roberta-xl": (
-        "encoder",
-        "a text encoder (XLMRobertaXLForMaskedLM): its blocks are not built yet",
     ),
     "xmod": (
         "encoder",
