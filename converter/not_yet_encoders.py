@@ -120,14 +120,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (EfficientNetForImageClassification): its blocks are not built yet",
     ),
-    "electra": (
-        "encoder",
-        "a text encoder (ElectraForMaskedLM): its blocks are not built yet",
-    ),
-    "ernie": (
-        "encoder",
-        "a text encoder (ErnieForMaskedLM): its blocks are not built yet",
-    ),
     "esm": (
         "encoder",
         "a text encoder (EsmForMaskedLM): its blocks are not built yet",
@@ -313,10 +305,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (RegNetForImageClassification): its blocks are not built yet",
     ),
-    "rembert": (
-        "encoder",
-        "a text encoder (RemBertForMaskedLM): its blocks are not built yet",
-    ),
     "resnet": (
         "vision",
         "a vision model (ResNetForImageClassification): its blocks are not built yet",
@@ -445,10 +433,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "xlm": (
         "encoder",
         "a text encoder (XLMWithLMHeadModel): its blocks are not built yet",
-    ),
-    "xmod": (
-        "encoder",
-        "a text encoder (XmodForMaskedLM): its blocks are not built yet",
     ),
     "yoso": (
         "encoder",
