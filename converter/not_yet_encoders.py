@@ -42,10 +42,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "multimodal",
         "a two-tower text-image model (Blip2ForImageTextRetrieval): its blocks are not built yet",
     ),
-    "camembert": (
-        "encoder",
-        "a text encoder (CamembertForMaskedLM): its blocks are not built yet",
-    ),
     "chinese_clip": (
         "multimodal",
         "a two-tower text-image model (ChineseCLIPModel): its blocks are not built yet",
@@ -80,10 +76,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a speech encoder (Data2VecAudioForCTC, Data2VecAudioForSequenceClassification): "
         "its blocks are not built yet",
     ),
-    "data2vec-text": (
-        "encoder",
-        "a text encoder (Data2VecTextForMaskedLM): its blocks are not built yet",
-    ),
     "data2vec-vision": (
         "vision",
         "a vision model (Data2VecVisionForImageClassification): its blocks are not built yet",
@@ -111,14 +103,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "efficientnet": (
         "vision",
         "a vision model (EfficientNetForImageClassification): its blocks are not built yet",
-    ),
-    "electra": (
-        "encoder",
-        "a text encoder (ElectraForMaskedLM): its blocks are not built yet",
-    ),
-    "ernie": (
-        "encoder",
-        "a text encoder (ErnieForMaskedLM): its blocks are not built yet",
     ),
     "esm": (
         "encoder",
@@ -201,10 +185,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "seq2seq",
         "MBartForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"
         "decoders are issue 13",
-    ),
-    "megatron-bert": (
-        "encoder",
-        "a text encoder (MegatronBertForMaskedLM): its blocks are not built yet",
     ),
     "metaclip_2": (
         "multimodal",
@@ -289,21 +269,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (RegNetForImageClassification): its blocks are not built yet",
     ),
-    "rembert": (
-        "encoder",
-        "a text encoder (RemBertForMaskedLM): its blocks are not built yet",
-    ),
     "resnet": (
         "vision",
         "a vision model (ResNetForImageClassification): its blocks are not built yet",
-    ),
-    "roberta": (
-        "encoder",
-        "a text encoder (RobertaForMaskedLM): its blocks are not built yet",
-    ),
-    "roberta-prelayernorm": (
-        "encoder",
-        "a text encoder (RobertaPreLayerNormForMaskedLM): its blocks are not built yet",
     ),
     "roc_bert": (
         "encoder",
@@ -425,18 +393,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "xlm": (
         "encoder",
         "a text encoder (XLMWithLMHeadModel): its blocks are not built yet",
-    ),
-    "xlm-roberta": (
-        "encoder",
-        "a text encoder (XLMRobertaForMaskedLM): its blocks are not built yet",
-    ),
-    "xlm-roberta-xl": (
-        "encoder",
-        "a text encoder (XLMRobertaXLForMaskedLM): its blocks are not built yet",
-    ),
-    "xmod": (
-        "encoder",
-        "a text encoder (XmodForMaskedLM): its blocks are not built yet",
     ),
     "yoso": (
         "encoder",
