@@ -128,10 +128,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (EsmcForMaskedLM): its blocks are not built yet",
     ),
-    "eurobert": (
-        "encoder",
-        "a text encoder (EuroBertForMaskedLM): its blocks are not built yet",
-    ),
     "flaubert": (
         "encoder",
         "a text encoder (FlaubertWithLMHeadModel): its blocks are not built yet",
@@ -367,10 +363,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "tipsv2": (
         "multimodal",
         "a two-tower text-image model (Tipsv2Model): its blocks are not built yet",
-    ),
-    "ultrabert": (
-        "encoder",
-        "a text encoder (UltrabertForMaskedLM): its blocks are not built yet",
     ),
     "ultravbert": (
         "encoder",

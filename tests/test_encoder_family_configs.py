@@ -57,3 +57,15 @@ REFUSED = [
 def test_unbuilt_settings_are_refused_by_name(model_type, raw, key):
     with pytest.raises(ConfigError, match=key):
         _read(model_type, **raw)
+
+
+def test_ultrabert_reads_its_older_windows_and_rope_bases():
+    cfg = _read(
+        "ultrabert",
+        num_hidden_layers=3,
+        attention_windows=[64, 0, 64],
+        rope_theta=[10.0, 20.0, 30.0],
+    )
+    assert cfg.sliding == (True, False, True)
+    assert cfg.window == 64
+    assert (cfg.local_rope.theta, cfg.rope.theta) == (30.0, 20.0)
