@@ -207,10 +207,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a two-tower text-image model (MetaClip2Model, MetaClip2ForImageClassification): "
         "its blocks are not built yet",
     ),
-    "mobilebert": (
-        "encoder",
-        "a text encoder (MobileBertForMaskedLM): its blocks are not built yet",
-    ),
     "mobilenet_v1": (
         "vision",
         "a vision model (MobileNetV1ForImageClassification): its blocks are not built yet",
