@@ -328,10 +328,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a two-tower text-image model (Siglip2Model, Siglip2ForImageClassification): its "
         "blocks are not built yet",
     ),
-    "squeezebert": (
-        "encoder",
-        "a text encoder (SqueezeBertForMaskedLM): its blocks are not built yet",
-    ),
     "swiftformer": (
         "vision",
         "a vision model (SwiftFormerForImageClassification): its blocks are not built yet",
