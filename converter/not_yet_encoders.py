@@ -128,10 +128,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (EsmcForMaskedLM): its blocks are not built yet",
     ),
-    "flaubert": (
-        "encoder",
-        "a text encoder (FlaubertWithLMHeadModel): its blocks are not built yet",
-    ),
     "fnet": (
         "encoder",
         "a text encoder (FNetForMaskedLM): its blocks are not built yet",
@@ -405,10 +401,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "whisper": (
         "speech",
         "WhisperForAudioClassification is the encoder of an encoder-decoder speech model: issue 13",
-    ),
-    "xlm": (
-        "encoder",
-        "a text encoder (XLMWithLMHeadModel): its blocks are not built yet",
     ),
     "xlm-roberta": (
         "encoder",

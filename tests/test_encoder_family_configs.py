@@ -49,6 +49,9 @@ REFUSED = [
     ("nomic_bert", {"moe_every_n_layers": 2}, "moe_every_n_layers"),
     ("nomic_bert", {"rotary_emb_fraction": 0.5}, "rotary_emb_fraction"),
     ("nomic_bert", {"head_dim": 32}, "head_dim"),
+    ("flaubert", {"pre_norm": True}, "pre_norm"),
+    ("xlm", {"n_langs": 2}, "n_langs"),
+    ("xlm", {"causal": True}, "causal"),
     ("gte", {"rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}}, "partial"),
 ]
 
