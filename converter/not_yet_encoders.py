@@ -61,7 +61,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "convbert": (
         "encoder",
-        "a text encoder (ConvBertForMaskedLM): its blocks are not built yet",
+        "ConvBERT's mixed attention is not built: beside head_ratio-reduced attention heads, "
+        "span-based dynamic convolution heads generate a conv_kernel_size kernel per token "
+        "(conv_kernel_layer from a SeparableConv1D key) and apply it by unfolding the sequence, "
+        "and its feed-forward layers are grouped linears (num_groups)",
     ),
     "convnext": (
         "vision",
@@ -130,7 +133,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "fnet": (
         "encoder",
-        "a text encoder (FNetForMaskedLM): its blocks are not built yet",
+        "FNet's token mixing is not built: each layer takes the real part of a 2-D Fourier "
+        "transform over sequence and hidden axes (torch.fft.fftn; ONNX DFT or cos/sin "
+        "matrices of the dynamic length), and it has no attention and ignores attention_mask, "
+        "so the encoder kernels and their fused-kernel checks do not apply",
     ),
     "focalnet": (
         "vision",
@@ -138,7 +144,11 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "funnel": (
         "encoder",
-        "a text encoder (FunnelForMaskedLM): its blocks are not built yet",
+        "Funnel Transformer's blocks are not built: the sequence is mean-pooled (stride 2) "
+        "between blocks (optionally keeping the CLS token apart, separate_cls, "
+        "truncate_seq), attention is relative with per-block sinusoidal position "
+        "encodings (factorized or relative_shift, plus token-type biases), and full-length "
+        "heads need its decoder that upsamples and adds the first block's output",
     ),
     "granite_speech5_ctc": (
         "audio",
@@ -220,8 +230,11 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a vision model (MobileViTV2ForImageClassification): its blocks are not built yet",
     ),
     "modernvbert": (
-        "encoder",
-        "a text encoder (ModernVBertForMaskedLM): its blocks are not built yet",
+        "multimodal",
+        "a vision-language masked LM: a SigLIP vision tower's patches, pixel-shuffled by "
+        "ModernVBertConnector, replace the image tokens in a ModernBERT text model, so it "
+        "needs an image input and a vision component the text-encoding task lacks (its text "
+        "model alone is `modernbert`, converted)",
     ),
     "mra": (
         "encoder",
