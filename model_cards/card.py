@@ -20,6 +20,7 @@ import jinja2
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
 from converter.repo_files import is_repo_id
 from converter.sizes import human_size
+from model_cards import encoder_card
 
 Mode = Literal["pr", "repo", "local"]  # published as a PR, as a repo, or kept on disk
 
@@ -157,6 +158,17 @@ def render(
         raise ValueError("render(mode='repo') needs repo_id, the repo the card is published in")
     context = _context(source, variants)
     primary = _primary(context["variants"])
+    if encoder_card.is_encoder(variants):
+        return _ENV.get_template("encoder_card.md.j2").render(
+            **context,
+            **encoder_card.context(variants, context["variants"], target),
+            front_matter=encoder_card.front_matter(source, variants),
+            mode=mode,
+            note=_cell(note),
+            ort_provider=_ort_provider(primary["ep"]),
+            command_fence=_fence(command),
+            command=_TOKEN.sub("hf_***", command.strip()),
+        )
     return _ENV.get_template("card.md.j2").render(
         **context,
         front_matter=front_matter(source, variants),
@@ -232,6 +244,7 @@ def _context(source: SourceInfo, variants: list[VariantInfo]) -> dict[str, Any]:
             r["name"] for r in rows if r["status"] == "not executed" and r["ep"] in GPU_EPS
         ],
         "failed": [r["name"] for r in rows if r["status"] == "failed"],
+        "has_int8": any(r["dtype"] == "int8" for r in rows),
         "has_int4": any(r["dtype"] == "int4" for r in rows),
         "has_half": any(r["dtype"] in ("f16", "bf16") for r in rows),
     }

@@ -43,6 +43,7 @@ from huggingface_hub.errors import (
 
 from converter.errors import MobiusError
 from model_cards import card_path
+from model_cards.layout import hub_path
 from pipeline.request import PUBLISH as MODES
 from pipeline.request import Publish as Mode
 
@@ -292,7 +293,9 @@ def publish(
     description = f"{pr_description.rstrip()}\n\n{pr_marker(source_sha, list(package_dirs))}\n"
     with _reported(where.mode, f"{api.endpoint}/{source_repo_id}", token):
         _check_packages(source_repo_id, source_sha, package_dirs)
-        operations = _operations(package_dirs, card_text, card_path(where.mode))
+        operations = _operations(package_dirs, card_text, card_path(where.mode), where.mode)
+        if where.mode == "pr":
+            _refuse_overwrites(api, source_repo_id, source_sha, operations)
         change = _Change(operations, pr_title, description, sorted(package_dirs))
         if where.mode == "pr":
             user = api.whoami()["name"]
@@ -433,16 +436,38 @@ def _check_packages(repo_id: str, sha: str, package_dirs: dict[str, Path]) -> No
 
 
 def _operations(
-    package_dirs: dict[str, Path], card_text: str, card_file: str
+    package_dirs: dict[str, Path], card_text: str, card_file: str, mode: str
 ) -> list[CommitOperationAdd]:
-    operations = []
-    for folder, local in sorted(package_dirs.items()):
+    """Every package file at its Hub path (model_cards.layout), each path once: variants of a
+    Transformers.js-layout export share the root's config and tokenizer."""
+    placed: dict[str, Path] = {}
+    for _folder, local in sorted(package_dirs.items()):
+        manifest = json.loads((Path(local) / "mobius.json").read_text())
         for path in sorted(Path(local).rglob("*")):
             relative = path.relative_to(local).as_posix()
             if path.is_file() and not any(p.startswith(".") for p in relative.split("/")):
-                operations.append(CommitOperationAdd(f"{folder}/{relative}", path))
+                target = hub_path(manifest, relative, mode)
+                if target is not None:
+                    placed.setdefault(target, path)
+    operations = [CommitOperationAdd(target, path) for target, path in sorted(placed.items())]
     operations.append(CommitOperationAdd(card_file, card_text.encode()))
     return operations
+
+
+def _refuse_overwrites(api: HfApi, repo_id: str, sha: str, operations) -> None:
+    """A pull request never replaces graphs under `onnx/` that mobius did not put there (the
+    repo's own `onnx/model.onnx`, say): only a repo whose default variant's manifest is there
+    already holds mobius's own export, which a forced conversion may renew."""
+    existing = set(api.list_repo_files(repo_id, revision=sha))
+    if any(re.fullmatch(r"onnx/default-[^/]+/mobius\.json", path) for path in existing):
+        return
+    flat = (op.path_in_repo for op in operations if op.path_in_repo.count("/") == 1)
+    clash = sorted(p for p in flat if p in existing and not p.endswith("README.md"))
+    if clash:
+        raise PublishError(
+            f"{repo_id} already has {', '.join(clash)}; mobius does not replace a repo's own "
+            "ONNX files in a pull request (publish to a repo of its own instead)"
+        )
 
 
 def _explain(err: Exception, mode: str, where: str) -> str:

@@ -657,7 +657,7 @@ def test_cli_list_models_names_every_family(capsys: pytest.CaptureFixture[str]) 
     code, out, err = run_cli(capsys, "list", "models")
     assert code == 0
     assert err == ""
-    listed = [line.split()[0] for line in out.splitlines() if "not yet:" not in line]
+    listed = [line.split()[0] for line in out.splitlines() if "not yet (" not in line]
     assert sorted(listed) == sorted(families())
 
 

@@ -184,8 +184,9 @@ class BertBody(nn.Module):
 
 class MaskedLMHead(nn.Module):
     """cls.predictions: transform (dense, act, LayerNorm), then the tied word table (or its own
-    `decoder`) and the vocabulary bias. `decoder_bias`: an untied decoder keeps its own bias in
-    place of `bias` (transformers unties both when tie_word_embeddings is false)."""
+    `decoder`, an LM head: int4 only with --int4-lm-head, never int8) and the vocabulary bias.
+    `decoder_bias`: an untied decoder keeps its own bias in place of `bias` (transformers unties
+    both when tie_word_embeddings is false)."""
 
     def __init__(
         self, cfg: EncoderConfig, dtype: ir.DataType, tied: bool, decoder_bias: bool = False
@@ -193,7 +194,9 @@ class MaskedLMHead(nn.Module):
         super().__init__()
         own_bias = decoder_bias and not tied
         self.transform = PredictionTransform(cfg, dtype)
-        self.decoder = None if tied else Linear(cfg.embedding_size, cfg.vocab_size, own_bias, dtype)
+        self.decoder = (
+            None if tied else Linear(cfg.embedding_size, cfg.vocab_size, own_bias, dtype, head=True)
+        )
         self.bias = None if own_bias else nn.Parameter([cfg.vocab_size], dtype)
 
     def forward(self, op, hidden, table):

@@ -68,3 +68,41 @@ class TransformersReference:
                 do_sample=False,
             )
         return out[0, ids.shape[1] :].tolist(), float("nan")
+
+
+# the transformers class that holds each encoder task's head
+ENCODER_CLASSES = {
+    "feature-extraction": "AutoModel",
+    "fill-mask": "AutoModelForMaskedLM",
+    "text-classification": "AutoModelForSequenceClassification",
+    "token-classification": "AutoModelForTokenClassification",
+    "question-answering": "AutoModelForQuestionAnswering",
+    "image-classification": "AutoModelForImageClassification",
+    "image-feature-extraction": "AutoModel",
+    "automatic-speech-recognition": "AutoModelForCTC",
+    "audio-classification": "AutoModelForAudioClassification",
+}
+
+
+class TransformersEncoder:
+    """An encoder with the task's head, fed the graph's own inputs; every output by name."""
+
+    def __init__(self, model) -> None:
+        import torch
+
+        self.torch, self.model = torch, model
+
+    @classmethod
+    def load(cls, folder: Path, task: str) -> TransformersEncoder:
+        import torch
+        import transformers
+
+        auto = getattr(transformers, ENCODER_CLASSES[task])
+        model = auto.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
+        return cls(model.eval())
+
+    def outputs(self, role: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        torch = self.torch
+        with torch.no_grad():
+            out = self.model(**{k: torch.from_numpy(v) for k, v in feeds.items()})
+        return {k: v.float().numpy() for k, v in out.items() if isinstance(v, torch.Tensor)}
