@@ -57,7 +57,11 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "convbert": (
         "encoder",
-        "a text encoder (ConvBertForMaskedLM): its blocks are not built yet",
+        "ConvBERT's mixed attention is not built: beside head_ratio-reduced attention "
+        "heads, span-based dynamic convolution heads generate a conv_kernel_size kernel "
+        "per token (conv_kernel_layer from a SeparableConv1D key) and apply it by "
+        "unfolding the sequence, and its feed-forward layers are grouped linears "
+        "(num_groups)",
     ),
     "convnext": (
         "vision",
@@ -112,17 +116,13 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (EsmcForMaskedLM): its blocks are not built yet",
     ),
-    "eurobert": (
-        "encoder",
-        "a text encoder (EuroBertForMaskedLM): its blocks are not built yet",
-    ),
-    "flaubert": (
-        "encoder",
-        "a text encoder (FlaubertWithLMHeadModel): its blocks are not built yet",
-    ),
     "fnet": (
         "encoder",
-        "a text encoder (FNetForMaskedLM): its blocks are not built yet",
+        "FNet's token mixing is not built: each layer takes the real part of a 2-D "
+        "Fourier transform over sequence and hidden axes (torch.fft.fftn; ONNX DFT or "
+        "cos/sin matrices of the dynamic length), and it has no attention and ignores "
+        "attention_mask, so the encoder kernels and their fused-kernel checks do not "
+        "apply",
     ),
     "focalnet": (
         "vision",
@@ -130,7 +130,11 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "funnel": (
         "encoder",
-        "a text encoder (FunnelForMaskedLM): its blocks are not built yet",
+        "Funnel Transformer's blocks are not built: the sequence is mean-pooled (stride "
+        "2) between blocks (optionally keeping the CLS token apart, separate_cls, "
+        "truncate_seq), attention is relative with per-block sinusoidal position "
+        "encodings (factorized or relative_shift, plus token-type biases), and full-"
+        "length heads need its decoder that upsamples and adds the first block's output",
     ),
     "granite_speech5_ctc": (
         "audio",
@@ -191,10 +195,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a two-tower text-image model (MetaClip2Model, MetaClip2ForImageClassification): "
         "its blocks are not built yet",
     ),
-    "mobilebert": (
-        "encoder",
-        "a text encoder (MobileBertForMaskedLM): its blocks are not built yet",
-    ),
     "mobilenet_v1": (
         "vision",
         "a vision model (MobileNetV1ForImageClassification): its blocks are not built yet",
@@ -212,8 +212,11 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a vision model (MobileViTV2ForImageClassification): its blocks are not built yet",
     ),
     "modernvbert": (
-        "encoder",
-        "a text encoder (ModernVBertForMaskedLM): its blocks are not built yet",
+        "multimodal",
+        "a vision-language masked LM: a SigLIP vision tower's patches, pixel-shuffled by "
+        "ModernVBertConnector, replace the image tokens in a ModernBERT text model, so it"
+        " needs an image input and a vision component the text-encoding task lacks (its "
+        "text model alone is `modernbert`, converted)",
     ),
     "mra": (
         "encoder",
@@ -304,10 +307,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a two-tower text-image model (Siglip2Model, Siglip2ForImageClassification): its "
         "blocks are not built yet",
     ),
-    "squeezebert": (
-        "encoder",
-        "a text encoder (SqueezeBertForMaskedLM): its blocks are not built yet",
-    ),
     "swiftformer": (
         "vision",
         "a vision model (SwiftFormerForImageClassification): its blocks are not built yet",
@@ -335,10 +334,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "tipsv2": (
         "multimodal",
         "a two-tower text-image model (Tipsv2Model): its blocks are not built yet",
-    ),
-    "ultrabert": (
-        "encoder",
-        "a text encoder (UltrabertForMaskedLM): its blocks are not built yet",
     ),
     "ultravbert": (
         "encoder",
@@ -389,10 +384,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "whisper": (
         "speech",
         "WhisperForAudioClassification is the encoder of an encoder-decoder speech model: issue 13",
-    ),
-    "xlm": (
-        "encoder",
-        "a text encoder (XLMWithLMHeadModel): its blocks are not built yet",
     ),
     "yoso": (
         "encoder",

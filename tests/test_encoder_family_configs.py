@@ -49,6 +49,9 @@ REFUSED = [
     ("nomic_bert", {"moe_every_n_layers": 2}, "moe_every_n_layers"),
     ("nomic_bert", {"rotary_emb_fraction": 0.5}, "rotary_emb_fraction"),
     ("nomic_bert", {"head_dim": 32}, "head_dim"),
+    ("flaubert", {"pre_norm": True}, "pre_norm"),
+    ("xlm", {"n_langs": 2}, "n_langs"),
+    ("xlm", {"causal": True}, "causal"),
     ("gte", {"rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}}, "partial"),
 ]
 
@@ -57,3 +60,15 @@ REFUSED = [
 def test_unbuilt_settings_are_refused_by_name(model_type, raw, key):
     with pytest.raises(ConfigError, match=key):
         _read(model_type, **raw)
+
+
+def test_ultrabert_reads_its_older_windows_and_rope_bases():
+    cfg = _read(
+        "ultrabert",
+        num_hidden_layers=3,
+        attention_windows=[64, 0, 64],
+        rope_theta=[10.0, 20.0, 30.0],
+    )
+    assert cfg.sliding == (True, False, True)
+    assert cfg.window == 64
+    assert (cfg.local_rope.theta, cfg.rope.theta) == (30.0, 20.0)

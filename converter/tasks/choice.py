@@ -13,6 +13,8 @@ HEAD_TASKS = {
     "ForSequenceClassification": "text-classification",
     "ForTokenClassification": "token-classification",
     "ForQuestionAnswering": "question-answering",
+    "ForQuestionAnsweringSimple": "question-answering",  # XLM, FlauBERT
+    "WithLMHeadModel": "fill-mask",  # XLM's and FlauBERT's masked-LM heads
     "ForImageClassification": "image-classification",
     "ForImageClassificationWithTeacher": "image-classification",
     "ForCTC": "automatic-speech-recognition",

@@ -65,4 +65,5 @@ def test_cpu_graph_runs_the_fused_kernels(converted):
     layers = package.config.num_hidden_layers
     assert ops.count("MultiHeadAttention") == (0 if fallbacks else layers)
     assert "Attention" not in ops or fallbacks
-    assert ops.count("SkipLayerNormalization") == package.lowering.fusions.get("skip_norms")
+    skips = ops.count("SkipLayerNormalization") + ops.count("SkipSimplifiedLayerNormalization")
+    assert skips == package.lowering.fusions.get("skip_norms")
