@@ -438,11 +438,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (ViTMSNForImageClassification): its blocks are not built yet",
     ),
-    "wav2vec2": (
-        "audio",
-        "a speech encoder (Wav2Vec2ForCTC, Wav2Vec2ForSequenceClassification): its blocks"
-        " are not built yet",
-    ),
     "wav2vec2-bert": (
         "audio",
         "a speech encoder (Wav2Vec2BertForCTC, Wav2Vec2BertForSequenceClassification): "
