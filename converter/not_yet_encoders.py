@@ -180,11 +180,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (HieraForImageClassification): its blocks are not built yet",
     ),
-    "hubert": (
-        "audio",
-        "a speech encoder (HubertForCTC, HubertForSequenceClassification): its blocks are"
-        " not built yet",
-    ),
     "ibert": (
         "encoder",
         "a text encoder (IBertForMaskedLM): its blocks are not built yet",
