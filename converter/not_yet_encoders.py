@@ -79,11 +79,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (CvtForImageClassification): its blocks are not built yet",
     ),
-    "data2vec-audio": (
-        "audio",
-        "a speech encoder (Data2VecAudioForCTC, Data2VecAudioForSequenceClassification): "
-        "its blocks are not built yet",
-    ),
     "data2vec-text": (
         "encoder",
         "a text encoder (Data2VecTextForMaskedLM): its blocks are not built yet",
