@@ -406,16 +406,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (UltraVBertForMaskedLM): its blocks are not built yet",
     ),
-    "unispeech": (
-        "audio",
-        "a speech encoder (UniSpeechForCTC, UniSpeechForSequenceClassification): its "
-        "blocks are not built yet",
-    ),
-    "unispeech-sat": (
-        "audio",
-        "a speech encoder (UniSpeechSatForCTC, UniSpeechSatForSequenceClassification): "
-        "its blocks are not built yet",
-    ),
     "videoprism": (
         "multimodal",
         "a two-tower text-image model (VideoPrismClipModel): its blocks are not built yet",
