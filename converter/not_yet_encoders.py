@@ -423,11 +423,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a speech encoder (Wav2Vec2BertForCTC, Wav2Vec2BertForSequenceClassification): "
         "its blocks are not built yet",
     ),
-    "wav2vec2-conformer": (
-        "audio",
-        "a speech encoder (Wav2Vec2ConformerForCTC, "
-        "Wav2Vec2ConformerForSequenceClassification): its blocks are not built yet",
-    ),
     "whisper": (
         "speech",
         "WhisperForAudioClassification is the encoder of an encoder-decoder speech model: issue 13",
