@@ -343,10 +343,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (SegformerForImageClassification): its blocks are not built yet",
     ),
-    "sew": (
-        "audio",
-        "a speech encoder (SEWForCTC, SEWForSequenceClassification): its blocks are not built yet",
-    ),
     "sew-d": (
         "audio",
         "a speech encoder (SEWDForCTC, SEWDForSequenceClassification): its blocks are not"
