@@ -17,10 +17,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "multimodal",
         "a two-tower text-image model (AltCLIPModel): its blocks are not built yet",
     ),
-    "audio-spectrogram-transformer": (
-        "audio",
-        "an audio encoder (ASTForAudioClassification): its blocks are not built yet",
-    ),
     "bart": (
         "seq2seq",
         "BartForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"

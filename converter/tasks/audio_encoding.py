@@ -3,7 +3,9 @@ and Transformers.js's names for the inputs and outputs).
 
 Inputs:
   input_values    [batch_size, sequence_length] float32 in every dtype (what feature
-                  extractors produce; the graph casts it), right-padded with zeros
+                  extractors produce; the graph casts it), right-padded with zeros; for
+                  spectrogram models (AST) the log-mel spectrogram [batch_size, frames, mel
+                  bins] of the fixed size the processor makes
   attention_mask  [batch_size, sequence_length] int64, 1 on real samples: only for families
                   whose processor returns one (layer-norm feature encoders, see
                   AudioEncoderConfig.uses_attention_mask). Group-norm models (wav2vec2-base)
@@ -43,11 +45,12 @@ class AudioEncodingTask:
     def components(self, model, cfg, dtype: ir.DataType) -> list[Component]:
         graph = new_graph()
         builder = GraphBuilder(graph)
-        samples = [BATCH, SEQUENCE]
+        spectrogram = getattr(cfg, "spectrogram_shape", None)
+        samples = [BATCH, SEQUENCE] if spectrogram is None else [BATCH, *spectrogram]
         input_values = builder.input("input_values", ir.DataType.FLOAT, samples)
         mask = None
         if cfg.uses_attention_mask:
-            mask = builder.input("attention_mask", ir.DataType.INT64, samples)
+            mask = builder.input("attention_mask", ir.DataType.INT64, [BATCH, SEQUENCE])
         outputs = model(builder.op, AudioInputs(input_values, mask))
         for name, (value, dims) in outputs.items():
             set_output(builder, value, name, dims, dtype)

@@ -60,7 +60,13 @@ def audio_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_values": values, "attention_mask": mask}
 
 
-INPUTS = {"text": text_inputs, "audio": audio_inputs}
+def spectrogram_inputs(config: dict) -> dict[str, np.ndarray]:
+    """A batch of two log-mel spectrograms of the config's fixed size."""
+    shape = (BATCH, config["max_length"], config["num_mel_bins"])
+    return {"input_values": RNG.standard_normal(shape).astype(np.float32)}
+
+
+INPUTS = {"text": text_inputs, "audio": audio_inputs, "spectrogram": spectrogram_inputs}
 
 
 def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
