@@ -13,10 +13,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "multimodal",
         "a two-tower text-image model (AltCLIPModel): its blocks are not built yet",
     ),
-    "audio-spectrogram-transformer": (
-        "audio",
-        "an audio encoder (ASTForAudioClassification): its blocks are not built yet",
-    ),
     "bart": (
         "seq2seq",
         "BartForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"
@@ -74,11 +70,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "cvt": (
         "vision",
         "a vision model (CvtForImageClassification): its blocks are not built yet",
-    ),
-    "data2vec-audio": (
-        "audio",
-        "a speech encoder (Data2VecAudioForCTC, Data2VecAudioForSequenceClassification): "
-        "its blocks are not built yet",
     ),
     "data2vec-vision": (
         "vision",
@@ -147,11 +138,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "hiera": (
         "vision",
         "a vision model (HieraForImageClassification): its blocks are not built yet",
-    ),
-    "hubert": (
-        "audio",
-        "a speech encoder (HubertForCTC, HubertForSequenceClassification): its blocks are"
-        " not built yet",
     ),
     "ibert": (
         "encoder",
@@ -284,10 +270,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (SegformerForImageClassification): its blocks are not built yet",
     ),
-    "sew": (
-        "audio",
-        "a speech encoder (SEWForCTC, SEWForSequenceClassification): its blocks are not built yet",
-    ),
     "sew-d": (
         "audio",
         "a speech encoder (SEWDForCTC, SEWDForSequenceClassification): its blocks are not"
@@ -339,16 +321,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (UltraVBertForMaskedLM): its blocks are not built yet",
     ),
-    "unispeech": (
-        "audio",
-        "a speech encoder (UniSpeechForCTC, UniSpeechForSequenceClassification): its "
-        "blocks are not built yet",
-    ),
-    "unispeech-sat": (
-        "audio",
-        "a speech encoder (UniSpeechSatForCTC, UniSpeechSatForSequenceClassification): "
-        "its blocks are not built yet",
-    ),
     "videoprism": (
         "multimodal",
         "a two-tower text-image model (VideoPrismClipModel): its blocks are not built yet",
@@ -361,25 +333,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (ViTMSNForImageClassification): its blocks are not built yet",
     ),
-    "wav2vec2": (
-        "audio",
-        "a speech encoder (Wav2Vec2ForCTC, Wav2Vec2ForSequenceClassification): its blocks"
-        " are not built yet",
-    ),
     "wav2vec2-bert": (
         "audio",
         "a speech encoder (Wav2Vec2BertForCTC, Wav2Vec2BertForSequenceClassification): "
         "its blocks are not built yet",
-    ),
-    "wav2vec2-conformer": (
-        "audio",
-        "a speech encoder (Wav2Vec2ConformerForCTC, "
-        "Wav2Vec2ConformerForSequenceClassification): its blocks are not built yet",
-    ),
-    "wavlm": (
-        "audio",
-        "a speech encoder (WavLMForCTC, WavLMForSequenceClassification): its blocks are "
-        "not built yet",
     ),
     "whisper": (
         "speech",

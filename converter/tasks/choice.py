@@ -23,6 +23,9 @@ HEAD_TASKS = {
     "ForCausalLM": "text-generation",
     "LMHeadModel": "text-generation",
 }
+# tasks whose head class names another modality's task too: the one its family converts
+# (Wav2Vec2ForSequenceClassification pools audio frames: audio classification)
+SAME_HEAD = {"text-classification": ("audio-classification",)}
 
 
 def task_of(raw: dict, family, asked: str | None) -> str:
@@ -41,6 +44,8 @@ def task_of(raw: dict, family, asked: str | None) -> str:
     head = architectures[0]
     endings = sorted((e for e in HEAD_TASKS if head.endswith(e)), key=len, reverse=True)
     task = HEAD_TASKS[endings[0]] if endings else None
+    if task not in family.tasks:
+        task = next((t for t in SAME_HEAD.get(task, ()) if t in family.tasks), task)
     if task not in family.tasks:
         raise ConfigError(
             f"architectures[0] = {head!r} is a head mobius does not convert; {family.model_type} "

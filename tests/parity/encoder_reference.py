@@ -17,8 +17,8 @@ TEXT_MASK = np.array([[1] * LENGTH, [1] * 5 + [0] * (LENGTH - 5)])
 
 
 def make_encoder(case_id: str, case: EncoderCase, head: str, folder: Path):
-    """A random `head` model for `case`, saved to `folder` (weights noised so biases and norms
-    are not trivial)."""
+    """A random `head` model for `case`, saved to `folder` (weights and batch-norm statistics
+    noised so biases and norms are not trivial)."""
     config = transformers.AutoConfig.for_model(**case.config)
     for key, value in case.overrides.items():
         setattr(config, key, value)
@@ -28,6 +28,11 @@ def make_encoder(case_id: str, case: EncoderCase, head: str, folder: Path):
     with torch.no_grad():
         for param in model.parameters():
             param.add_(torch.randn_like(param) * 0.05)
+        for name, buffer in model.named_buffers():  # BatchNorm's running statistics
+            if name.endswith("running_mean"):
+                buffer.add_(torch.randn_like(buffer) * 0.1)
+            elif name.endswith("running_var"):
+                buffer.uniform_(0.5, 1.5)
     model.eval()
     model.save_pretrained(folder)
     return model
@@ -43,7 +48,39 @@ def text_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": TEXT_MASK, "token_type_ids": types}
 
 
-INPUTS = {"text": text_inputs}
+# waveforms: 400 samples, the second row padded with zeros after 250 (several strides of a
+# case's feature encoder)
+SAMPLES, AUDIO_KEPT = 400, 250
+
+
+def audio_inputs(config: dict) -> dict[str, np.ndarray]:
+    """A batch of two waveforms, the second right-padded with zeros, and their sample mask."""
+    mask = (np.arange(SAMPLES)[None, :] < np.array([[SAMPLES], [AUDIO_KEPT]])).astype(np.int64)
+    values = (RNG.standard_normal((BATCH, SAMPLES)) * mask).astype(np.float32)
+    return {"input_values": values, "attention_mask": mask}
+
+
+def spectrogram_inputs(config: dict) -> dict[str, np.ndarray]:
+    """A batch of two log-mel spectrograms of the config's fixed size."""
+    shape = (BATCH, config["max_length"], config["num_mel_bins"])
+    return {"input_values": RNG.standard_normal(shape).astype(np.float32)}
+
+
+INPUTS = {"text": text_inputs, "audio": audio_inputs, "spectrogram": spectrogram_inputs}
+
+
+def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
+    """[batch, positions] 1 where outputs with a position axis are compared: the tokens the
+    text mask keeps; the audio frames the model's own conv lengths keep (all frames when the
+    graph takes no mask, as transformers then computes every frame too)."""
+    if inputs == "text":
+        return TEXT_MASK
+    if "attention_mask" not in feeds:
+        return None
+    samples = torch.from_numpy(feeds["attention_mask"].sum(-1))
+    lengths = reference._get_feat_extract_output_lengths(samples)
+    frames = int(lengths.max())
+    return (np.arange(frames)[None, :] < lengths.numpy()[:, None]).astype(np.int64)
 
 
 def reference_outputs(model, feeds: dict[str, np.ndarray]) -> object:

@@ -12,7 +12,12 @@ import pytest
 from converter import build
 from converter.execution_providers import ENCODER_MHA
 from tests.parity.encoder_cases import CASES
-from tests.parity.encoder_reference import INPUTS, TEXT_MASK, make_encoder, reference_outputs
+from tests.parity.encoder_reference import (
+    INPUTS,
+    kept_positions,
+    make_encoder,
+    reference_outputs,
+)
 
 TOLERANCE = 1e-4
 PARAMS = [(case, head) for case in sorted(CASES) for head in CASES[case].heads]
@@ -31,11 +36,10 @@ def converted(request, tmp_path_factory):
     return case, reference, packages, folder
 
 
-def _masked(array: np.ndarray) -> np.ndarray:
-    """Zero the padded positions of outputs that have a sequence axis."""
-    if array.ndim >= 2 and array.shape[:2] == TEXT_MASK.shape:
-        mask = TEXT_MASK.reshape(*TEXT_MASK.shape, *([1] * (array.ndim - 2)))
-        return array * mask
+def _masked(array: np.ndarray, kept: np.ndarray | None) -> np.ndarray:
+    """Zero the padded positions of outputs that have a sequence (or frame) axis."""
+    if kept is not None and array.ndim >= 2 and array.shape[:2] == kept.shape:
+        return array * kept.reshape(*kept.shape, *([1] * (array.ndim - 2)))
     return array
 
 
@@ -46,12 +50,13 @@ def test_outputs_match_transformers(converted, ep):
     feeds = INPUTS[case.inputs](case.config)
     feeds = {i.name: feeds[i.name] for i in session.get_inputs()}
     expected = reference_outputs(reference, feeds)
+    kept = kept_positions(reference, case.inputs, feeds)
     names = [o.name for o in session.get_outputs()]
     diffs = {}
     for name, actual in zip(names, session.run(None, feeds), strict=True):
         want = getattr(expected, name).numpy()
         assert actual.shape == want.shape, name
-        diffs[name] = float(np.abs(_masked(actual) - _masked(want)).max())
+        diffs[name] = float(np.abs(_masked(actual, kept) - _masked(want, kept)).max())
     print(ep, diffs)
     assert max(diffs.values()) <= TOLERANCE, diffs
 
