@@ -138,7 +138,7 @@ class BertEmbeddings(nn.Module):
         x = self.word_embeddings(op, inputs.input_ids)
         if self.token_type_embeddings is not None:
             if inputs.token_type_ids is None:
-                types = op.Gather(self.token_type_embeddings.weight, 0, axis=0)
+                types = self.token_type_embeddings(op, 0)  # type 0 (calling it binds the table)
             else:
                 types = self.token_type_embeddings(op, inputs.token_type_ids)
             x = op.Add(x, types)
