@@ -50,11 +50,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "multimodal",
         "a two-tower text-image model (ChineseCLIPModel): its blocks are not built yet",
     ),
-    "clip": (
-        "multimodal",
-        "a two-tower text-image model (CLIPModel, CLIPForImageClassification): its blocks"
-        " are not built yet",
-    ),
     "clipseg": (
         "multimodal",
         "a two-tower text-image model (CLIPSegModel): its blocks are not built yet",
@@ -205,11 +200,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "megatron-bert": (
         "encoder",
         "a text encoder (MegatronBertForMaskedLM): its blocks are not built yet",
-    ),
-    "metaclip_2": (
-        "multimodal",
-        "a two-tower text-image model (MetaClip2Model, MetaClip2ForImageClassification): "
-        "its blocks are not built yet",
     ),
     "mobilebert": (
         "encoder",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -43,9 +44,57 @@ def text_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": TEXT_MASK, "token_type_ids": types}
 
 
-INPUTS = {"text": text_inputs}
+IMAGES = 3  # a batch of its own size, so the text and image batch axes cannot be confused
+# NaFlex images: rows and columns of patches (more and fewer than the position grid has), each
+# padded to the processor's patch count
+NAFLEX_SHAPES, NAFLEX_PATCHES = np.array([[4, 5], [2, 3], [5, 3]]), 20
 
 
-def reference_outputs(model, feeds: dict[str, np.ndarray]) -> object:
+def text_image_inputs(config: dict) -> dict[str, np.ndarray]:
+    """The two texts of `text_inputs`, each ending at the EOS token where the text config has
+    one (and holding it nowhere else), and three random images: [batch, channels, size, size],
+    or NaFlex patches with their mask and grid shapes where the vision config has
+    `num_patches`."""
+    text, vision = config["text_config"], config["vision_config"]
+    feeds = text_inputs(text)
+    eos = text.get("eos_token_id")
+    if eos is not None:
+        ids = np.where(feeds["input_ids"] == eos, 3, feeds["input_ids"])
+        ids[np.arange(BATCH), TEXT_MASK.sum(1) - 1] = eos
+        feeds["input_ids"] = ids
+    channels, patch = vision.get("num_channels", 3), vision["patch_size"]
+    if "num_patches" not in vision:
+        size = vision["image_size"]
+        feeds["pixel_values"] = RNG.standard_normal((IMAGES, channels, size, size), np.float32)
+        return feeds
+    mask = np.arange(NAFLEX_PATCHES)[None, :] < NAFLEX_SHAPES.prod(1)[:, None]
+    pixels = RNG.standard_normal((IMAGES, NAFLEX_PATCHES, channels * patch * patch), np.float32)
+    feeds["pixel_values"] = pixels * mask[..., None]  # padding patches are zeros
+    feeds["pixel_attention_mask"] = mask.astype(np.int32)
+    feeds["spatial_shapes"] = NAFLEX_SHAPES
+    return feeds
+
+
+INPUTS = {"text": text_inputs, "text+image": text_image_inputs}
+
+
+def reference_outputs(model, feeds: dict[str, np.ndarray], role: str = "encoder") -> object:
+    """What transformers gives for the inputs of a component of `role`: the model's own outputs,
+    or for the text and vision graphs of a two-tower model its text or image features (their
+    pooled output under the names those graphs give it)."""
+    tensors = {name: torch.from_numpy(value) for name, value in feeds.items()}
     with torch.no_grad():
-        return model(**{name: torch.from_numpy(value) for name, value in feeds.items()})
+        if role == "text":
+            out = model.get_text_features(**tensors)
+            return _features(out, "text_embeds")
+        if role == "vision":
+            out = model.get_image_features(**tensors)
+            return _features(out, "image_embeds")
+        return model(**tensors)
+
+
+def _features(out, name: str) -> SimpleNamespace:
+    pooled = out.pooler_output
+    return SimpleNamespace(
+        last_hidden_state=out.last_hidden_state, pooler_output=pooled, **{name: pooled}
+    )
