@@ -316,16 +316,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (ShieldGemma2ForImageClassification): its blocks are not built yet",
     ),
-    "siglip": (
-        "multimodal",
-        "a two-tower text-image model (SiglipModel, SiglipForImageClassification): its "
-        "blocks are not built yet",
-    ),
-    "siglip2": (
-        "multimodal",
-        "a two-tower text-image model (Siglip2Model, Siglip2ForImageClassification): its "
-        "blocks are not built yet",
-    ),
     "squeezebert": (
         "encoder",
         "a text encoder (SqueezeBertForMaskedLM): its blocks are not built yet",
