@@ -9,10 +9,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "multimodal",
         "a two-tower text-image model (AlignModel): its blocks are not built yet",
     ),
-    "altclip": (
-        "multimodal",
-        "a two-tower text-image model (AltCLIPModel): its blocks are not built yet",
-    ),
     "audio-spectrogram-transformer": (
         "audio",
         "an audio encoder (ASTForAudioClassification): its blocks are not built yet",
@@ -45,10 +41,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "camembert": (
         "encoder",
         "a text encoder (CamembertForMaskedLM): its blocks are not built yet",
-    ),
-    "chinese_clip": (
-        "multimodal",
-        "a two-tower text-image model (ChineseCLIPModel): its blocks are not built yet",
     ),
     "clipseg": (
         "multimodal",

@@ -1,16 +1,23 @@
 """How a two-tower config.json reads: its own model_type (not its text tower's), each section
 over its own type's defaults, the older `*_config_dict` sections, errors naming the section, and
-the task CLIPModel & co. convert for."""
+the task CLIPModel & co. convert for, and AltCLIP's two checkpoint layouts."""
 
 from __future__ import annotations
 
-import pytest
+import shutil
 
+import numpy as np
+import onnxruntime as ort
+import pytest
+from safetensors.numpy import load_file, save_file
+
+from converter import build
 from converter.config import ConfigReader, model_type_of
 from converter.errors import ConfigError
 from converter.registry import family_for
 from converter.tasks.choice import task_of
 from tests.parity.encoder_cases import CASES
+from tests.parity.encoder_reference import INPUTS, make_encoder
 
 
 def _read(config: dict):
@@ -64,3 +71,26 @@ def test_the_two_tower_classes_are_zero_shot_image_classification():
         task_of({"architectures": ["CLIPTextModelWithProjection"]}, clip, None)
     bert = family_for("bert")
     assert task_of({"architectures": ["BertModel"]}, bert, None) == "feature-extraction"
+
+
+def test_altclip_reads_the_hub_layout_and_the_one_transformers_5_saves(tmp_path):
+    """The Hub's AltCLIP checkpoints name the vision layers `layers.N`; transformers 5 saves
+    them as `layer.N` (it renames every `layers.` to BERT's `layer.`): both convert alike."""
+    case = CASES["altclip"]
+    make_encoder("altclip", case, "AltCLIPModel", tmp_path / "saved")
+    hub = tmp_path / "hub"
+    shutil.copytree(tmp_path / "saved", hub)
+    tensors = load_file(hub / "model.safetensors")
+    saved_as, hub_name = "vision_model.encoder.layer.", "vision_model.encoder.layers."
+    assert any(name.startswith(saved_as) for name in tensors)
+    renamed = {name.replace(saved_as, hub_name): t for name, t in tensors.items()}
+    save_file(renamed, hub / "model.safetensors", metadata={"format": "pt"})
+    feeds = INPUTS["text+image"](case.config)
+    outputs = []
+    for folder in (tmp_path / "saved", hub):
+        package = build(str(folder), progress=False)
+        package.save(folder / "onnx-package", progress=False)
+        session = ort.InferenceSession(folder / "onnx-package" / "onnx" / "vision_model.onnx")
+        outputs.append(session.run(None, {"pixel_values": feeds["pixel_values"]}))
+    for saved, hub_layout in zip(*outputs, strict=True):
+        np.testing.assert_array_equal(saved, hub_layout)
