@@ -1,6 +1,6 @@
 """Two-tower packages in the other dtypes: f16 graphs (float32 pixel values in, cast inside)
-near transformers, and int4 packages that build and run (SigLIP's modules named `head` are
-not LM heads to keep float)."""
+near transformers, int4 and int8 packages that build and run (SigLIP's modules named `head`
+are not LM heads to keep float); and `mobius validate` on two-tower packages."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import onnxruntime as ort
 import pytest
 
 from converter import build
+from converter.tasks.base import DTYPE_SUFFIXES
+from converter.validate import validate
 from tests.parity.encoder_cases import CASES
 from tests.parity.encoder_reference import INPUTS, make_encoder, reference_outputs
 
@@ -22,15 +24,16 @@ def siglip2(tmp_path_factory):
     return case, make_encoder("siglip2", case, "Siglip2Model", folder / "hf"), folder
 
 
-@pytest.mark.parametrize(("ep", "dtype"), [("cpu", "f16"), ("default", "f16"), ("cpu", "int4")])
+@pytest.mark.parametrize(
+    ("ep", "dtype"), [("cpu", "f16"), ("default", "f16"), ("cpu", "int4"), ("cpu", "int8")]
+)
 def test_every_graph_runs(siglip2, ep, dtype):
     case, reference, folder = siglip2
     package = build(str(folder / "hf"), ep=ep, dtype=dtype, progress=False)
     package.save(folder / f"{ep}-{dtype}", progress=False)
     inputs = INPUTS[case.inputs](case.config)
     assert [c.filename.split("/")[-1] for c in package.components] == [
-        f"{name}{'_fp16' if dtype == 'f16' else '_q4'}.onnx"
-        for name in ("model", "text_model", "vision_model")
+        f"{name}{DTYPE_SUFFIXES[dtype]}.onnx" for name in ("model", "text_model", "vision_model")
     ]
     for component in package.components:
         session = ort.InferenceSession(folder / f"{ep}-{dtype}" / component.filename)
@@ -45,3 +48,15 @@ def test_every_graph_runs(siglip2, ep, dtype):
                 want = getattr(expected, name).numpy()
                 diff = np.abs(actual.astype(np.float32) - want).max()
                 assert diff <= F16_TOLERANCE, (component.filename, name, diff)
+
+
+@pytest.mark.parametrize(
+    ("case_id", "ep", "dtype"), [("clip", "cpu", "f16"), ("siglip2", "cpu", "f32")]
+)
+def test_validate_passes_against_transformers(tmp_path, case_id, ep, dtype):
+    case = CASES[case_id]
+    make_encoder(case_id, case, case.heads[0], tmp_path / "hf")
+    package = build(str(tmp_path / "hf"), ep=ep, dtype=dtype, progress=False)
+    report = validate(package.save(tmp_path / "package", progress=False))
+    assert report.status == "passed", report.failures
+    assert report.reference == "transformers"

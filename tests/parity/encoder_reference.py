@@ -9,6 +9,7 @@ import numpy as np
 import torch
 import transformers
 
+from converter.validate.reference import model_outputs
 from tests.parity.encoder_cases import EncoderCase
 
 RNG = np.random.default_rng(0)
@@ -79,22 +80,8 @@ INPUTS = {"text": text_inputs, "text+image": text_image_inputs}
 
 
 def reference_outputs(model, feeds: dict[str, np.ndarray], role: str = "encoder") -> object:
-    """What transformers gives for the inputs of a component of `role`: the model's own outputs,
-    or for the text and vision graphs of a two-tower model its text or image features (their
-    pooled output under the names those graphs give it)."""
+    """What transformers gives for the inputs of a component of `role` (converter/validate's
+    reading: a two-tower model's text and vision graphs give its text or image features)."""
     tensors = {name: torch.from_numpy(value) for name, value in feeds.items()}
     with torch.no_grad():
-        if role == "text":
-            out = model.get_text_features(**tensors)
-            return _features(out, "text_embeds")
-        if role == "vision":
-            out = model.get_image_features(**tensors)
-            return _features(out, "image_embeds")
-        return model(**tensors)
-
-
-def _features(out, name: str) -> SimpleNamespace:
-    pooled = out.pooler_output
-    return SimpleNamespace(
-        last_hidden_state=out.last_hidden_state, pooler_output=pooled, **{name: pooled}
-    )
+        return SimpleNamespace(**model_outputs(model, role, tensors))
