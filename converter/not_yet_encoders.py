@@ -7,11 +7,10 @@ listed here)."""
 ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "align": (
         "multimodal",
-        "a two-tower text-image model (AlignModel): its blocks are not built yet",
-    ),
-    "altclip": (
-        "multimodal",
-        "a two-tower text-image model (AltCLIPModel): its blocks are not built yet",
+        "AlignModel's vision tower is an EfficientNet (depthwise-separable convolutions, "
+        "squeeze-and-excitation, BatchNorm blocks), which has no blocks here yet; its "
+        "BERT text tower and temperature-scaled similarities would reuse the two-tower "
+        "model",
     ),
     "bart": (
         "seq2seq",
@@ -32,24 +31,25 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "blip": (
         "multimodal",
-        "a two-tower text-image model (BlipModel): its blocks are not built yet",
+        "BlipModel, the zero-shot class, is deprecated by transformers and the Hub's BLIP"
+        " checkpoints are its captioning, VQA and image-text-matching heads; its ViT "
+        "packs q/k/v in one `qkv` and its text tower is a BERT whose layers carry cross-"
+        "attention: not built yet",
     ),
     "blip-2": (
         "multimodal",
-        "a two-tower text-image model (Blip2ForImageTextRetrieval): its blocks are not built yet",
-    ),
-    "chinese_clip": (
-        "multimodal",
-        "a two-tower text-image model (ChineseCLIPModel): its blocks are not built yet",
-    ),
-    "clip": (
-        "multimodal",
-        "a two-tower text-image model (CLIPModel, CLIPForImageClassification): its blocks"
-        " are not built yet",
+        "Blip2ForImageTextRetrieval needs the Q-Former: learned query tokens cross-"
+        "attending the ViT-g's image states every other layer, the text run through the "
+        "same Q-Former, and the similarity the maximum over the query embeddings: not "
+        "built yet",
     ),
     "clipseg": (
         "multimodal",
-        "a two-tower text-image model (CLIPSegModel): its blocks are not built yet",
+        "CLIPSegModel resizes its vision position grid (bicubic) to the processor's "
+        "352-pixel images by default (interpolate_pos_encoding=True, while "
+        "vision_config.image_size is 224), which the fixed-size CLIP vision tower does "
+        "not; the family's real head, CLIPSegForImageSegmentation (a FiLM-conditioned "
+        "decoder over extracted layers), is image segmentation: not built yet",
     ),
     "convbert": (
         "encoder",
@@ -176,11 +176,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "MBartForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"
         "decoders are issue 13",
     ),
-    "metaclip_2": (
-        "multimodal",
-        "a two-tower text-image model (MetaClip2Model, MetaClip2ForImageClassification): "
-        "its blocks are not built yet",
-    ),
     "mobilenet_v1": (
         "vision",
         "a vision model (MobileNetV1ForImageClassification): its blocks are not built yet",
@@ -278,16 +273,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "shieldgemma2": (
         "vision",
         "a vision model (ShieldGemma2ForImageClassification): its blocks are not built yet",
-    ),
-    "siglip": (
-        "multimodal",
-        "a two-tower text-image model (SiglipModel, SiglipForImageClassification): its "
-        "blocks are not built yet",
-    ),
-    "siglip2": (
-        "multimodal",
-        "a two-tower text-image model (Siglip2Model, Siglip2ForImageClassification): its "
-        "blocks are not built yet",
     ),
     "swiftformer": (
         "vision",

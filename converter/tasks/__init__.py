@@ -6,6 +6,7 @@ from converter.tasks.base import OPSET, Component
 from converter.tasks.encoding import TEXT_TASKS, TextEncodingTask
 from converter.tasks.modality import PerModality
 from converter.tasks.text_generation import DecoderInputs, TextGenerationTask
+from converter.tasks.zero_shot import ZERO_SHOT, ZeroShotImageTask
 
 # the task class of each input modality, for task names several modalities share
 TASK_CLASSES = {"text": TextEncodingTask, "audio": AudioEncodingTask}
@@ -18,6 +19,7 @@ TASKS = {
         "feature-extraction",
         {modality: TASK_CLASSES[modality]("feature-extraction") for modality in TASK_CLASSES},
     ),
+    ZERO_SHOT: ZeroShotImageTask(),
 }
 
 __all__ = ["OPSET", "TASKS", "Component", "DecoderInputs", "TextGenerationTask"]

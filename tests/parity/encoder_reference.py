@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import torch
 import transformers
 
+from converter.validate.reference import model_outputs
 from tests.parity.encoder_cases import EncoderCase
 
 RNG = np.random.default_rng(0)
@@ -66,14 +68,11 @@ def spectrogram_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_values": RNG.standard_normal(shape).astype(np.float32)}
 
 
-INPUTS = {"text": text_inputs, "audio": audio_inputs, "spectrogram": spectrogram_inputs}
-
-
 def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
     """[batch, positions] 1 where outputs with a position axis are compared: the tokens the
     text mask keeps; the audio frames the model's own conv lengths keep (all frames when the
     graph takes no mask, as transformers then computes every frame too)."""
-    if inputs == "text":
+    if inputs in ("text", "text+image"):  # image outputs' batch (IMAGES) never matches it
         return TEXT_MASK
     if "attention_mask" not in feeds:
         return None
@@ -83,6 +82,48 @@ def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.n
     return (np.arange(frames)[None, :] < lengths.numpy()[:, None]).astype(np.int64)
 
 
-def reference_outputs(model, feeds: dict[str, np.ndarray]) -> object:
+IMAGES = 3  # a batch of its own size, so the text and image batch axes cannot be confused
+# NaFlex images: rows and columns of patches (more and fewer than the position grid has), each
+# padded to the processor's patch count
+NAFLEX_SHAPES, NAFLEX_PATCHES = np.array([[4, 5], [2, 3], [5, 3]]), 20
+
+
+def text_image_inputs(config: dict) -> dict[str, np.ndarray]:
+    """The two texts of `text_inputs`, each ending at the EOS token where the text config has
+    one (and holding it nowhere else), and three random images: [batch, channels, size, size],
+    or NaFlex patches with their mask and grid shapes where the vision config has
+    `num_patches`."""
+    text, vision = config["text_config"], config["vision_config"]
+    feeds = text_inputs(text)
+    eos = text.get("eos_token_id")
+    if eos is not None:
+        ids = np.where(feeds["input_ids"] == eos, 3, feeds["input_ids"])
+        ids[np.arange(BATCH), TEXT_MASK.sum(1) - 1] = eos
+        feeds["input_ids"] = ids
+    channels, patch = vision.get("num_channels", 3), vision["patch_size"]
+    if "num_patches" not in vision:
+        size = vision["image_size"]
+        feeds["pixel_values"] = RNG.standard_normal((IMAGES, channels, size, size), np.float32)
+        return feeds
+    mask = np.arange(NAFLEX_PATCHES)[None, :] < NAFLEX_SHAPES.prod(1)[:, None]
+    pixels = RNG.standard_normal((IMAGES, NAFLEX_PATCHES, channels * patch * patch), np.float32)
+    feeds["pixel_values"] = pixels * mask[..., None]  # padding patches are zeros
+    feeds["pixel_attention_mask"] = mask.astype(np.int32)
+    feeds["spatial_shapes"] = NAFLEX_SHAPES
+    return feeds
+
+
+INPUTS = {
+    "text": text_inputs,
+    "audio": audio_inputs,
+    "spectrogram": spectrogram_inputs,
+    "text+image": text_image_inputs,
+}
+
+
+def reference_outputs(model, feeds: dict[str, np.ndarray], role: str = "encoder") -> object:
+    """What transformers gives for the inputs of a component of `role` (converter/validate's
+    reading: a two-tower model's text and vision graphs give its text or image features)."""
+    tensors = {name: torch.from_numpy(value) for name, value in feeds.items()}
     with torch.no_grad():
-        return model(**{name: torch.from_numpy(value) for name, value in feeds.items()})
+        return SimpleNamespace(**model_outputs(model, role, tensors))
