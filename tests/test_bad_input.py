@@ -38,6 +38,7 @@ from tests.checkpoints import (
 
 WEIGHTS = "model.safetensors"
 PACKAGE_FILES = {
+    "config.json",
     "model.onnx",
     "model.onnx.data",
     "genai_config.json",

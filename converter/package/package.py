@@ -75,9 +75,9 @@ class ModelPackage:
         if self.task.name == "text-generation":
             generation = _read_json(self.source.path / GENERATION_CONFIG)
             _write_json(staging / GENAI_CONFIG, genai_config(self, generation))
-        # Transformers.js and Optimum read the model's config.json beside onnx/
-        names = RUNTIME_FILES if self.task.name == "text-generation" else (CONFIG, *RUNTIME_FILES)
-        for name in names:
+        # Transformers.js and Optimum read the model's config.json beside onnx/ (for text
+        # generation, beside the Transformers.js files written from the default variants)
+        for name in (CONFIG, *RUNTIME_FILES):
             if (self.source.path / name).is_file():
                 shutil.copyfile(self.source.path / name, staging / name)
         _write_json(staging / MANIFEST, self.manifest())
