@@ -17,7 +17,7 @@ import converter.package.package
 from converter import build
 from converter.package.transformers_js import write_layout
 from mobius.cli import main
-from pipeline.publish import PublishTarget, destination, publish
+from pipeline.publish import PublishError, PublishTarget, destination, publish
 from tests.checkpoints import TINY_LLAMA
 from tests.test_publish import BOT, BOT_TOKEN, CARD, new_user
 
@@ -175,3 +175,19 @@ def test_an_export_repo_runs_from_the_hub_with_external_weights(
         {**from_hub(fake_hub, export, tmp_path), "calls": [greedy_call(ids)]}
     )
     assert new_tokens(q4, ids) == genai_greedy(package, ids)
+
+
+def test_a_pull_request_never_changes_the_sources_root_files(fake_hub, tmp_path):
+    """Only Transformers.js' model files go beside the variant folders of a PR; its root
+    files (and anything else) are refused before anything is uploaded."""
+    repo_id, sha = add_source(fake_hub)
+    fake_hub.add_token(BOT_TOKEN, BOT)
+    package = build(repo_id, progress=False).save(tmp_path / "f32", progress=False)
+    write_layout([package], tmp_path / "js", root_files=True)
+    where = destination(repo_id, PublishTarget("pr"), BOT_TOKEN)
+    args = (repo_id, sha, {"onnx/default-f32": package}, CARD, "title", "description", where)
+    for name in ("config.json", "onnx/notes.txt"):
+        layout = {name: tmp_path / "js" / "config.json"}
+        with pytest.raises(PublishError, match=r"is not a file of the Transformers\.js layout"):
+            publish(*args, BOT_TOKEN, layout_files=layout)
+    assert fake_hub.repos[repo_id].pull_requests() == []
