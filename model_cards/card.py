@@ -356,8 +356,10 @@ def _pipeline_tag(source: SourceInfo, variants: list[VariantInfo]) -> str:
 def _tags(variants: list[VariantInfo]) -> list[str]:
     eps = sorted({v.ep for v in variants}, key=lambda e: _rank(e, EP_ORDER))
     dtypes = sorted({v.dtype for v in variants}, key=lambda d: _rank(d, DTYPES))
-    # "default" (the portable graph) is no useful tag on the Hub
-    tags = [*BASE_TAGS, *(e for e in eps if e != "default"), *dtypes]
+    # "default" (the portable graph) is no useful tag on the Hub; its files load in
+    # Transformers.js
+    js = ["transformers.js"] if any(model_file(v.manifest) for v in variants) else []
+    tags = [*BASE_TAGS, *js, *(e for e in eps if e != "default"), *dtypes]
     return [_slug(t) for t in dict.fromkeys(tags) if _slug(t)]
 
 

@@ -419,4 +419,5 @@ def test_card_shows_transformers_js_for_portable_variants():
     section = repo.split("### Transformers.js")[1].split("### onnxruntime")[0]
     assert '"me/tiny-chat-ONNX"' in section and "refs/pr" not in section
     assert "use_external_data_format" not in section  # the export's config.json declares it
+    assert "transformers.js" in ModelCard(repo).data.tags
     assert "Transformers.js" not in render(SOURCE, variants[:1], mode="pr", command=COMMAND)
