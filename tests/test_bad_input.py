@@ -38,6 +38,7 @@ from tests.checkpoints import (
 
 WEIGHTS = "model.safetensors"
 PACKAGE_FILES = {
+    "config.json",
     "model.onnx",
     "model.onnx.data",
     "genai_config.json",
@@ -670,7 +671,7 @@ def test_failed_save_leaves_no_package_files(
         path.write_bytes(b"half a model")
         raise OSError("disk full")
 
-    monkeypatch.setattr("converter.package.package._write_model", write_then_fail)
+    monkeypatch.setattr("converter.package.package.write_graph", write_then_fail)
     output = tmp_path / "out"
     with pytest.raises(MobiusError, match=r"writing the package to .* failed \(disk full\)"):
         package.save(output, progress=False)
