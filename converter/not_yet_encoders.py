@@ -129,7 +129,8 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "granite_speech5_ctc": (
         "audio",
-        "a speech encoder (GraniteSpeech5ForCTC): its blocks are not built yet",
+        "a mel-feature Conformer whose attention runs block-wise (context_size chunks) with "
+        "Shaw relative positions, and subsampling blocks between layers: not built yet",
     ),
     "hgnet_v2": (
         "vision",
@@ -153,7 +154,8 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "lasr_ctc": (
         "audio",
-        "a speech encoder (LasrForCTC): its blocks are not built yet",
+        "a mel-feature Conformer: dense and conv subsampling, rotary attention, a convolution "
+        "module and a Conv1d CTC head; not built yet",
     ),
     "layoutlm": (
         "encoder",
@@ -218,11 +220,14 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "omniasr_ctc": (
         "audio",
-        "a speech encoder (OmniASRForCTC): its blocks are not built yet",
+        "wav2vec2's large layout (layer-norm convs, pre-norm layers) under other names "
+        "(model.audio_tower.subsampling, encode_positions), a nested audio_config and a "
+        "padding_mask input: the speech encoder is not yet mapped onto it",
     ),
     "parakeet_ctc": (
         "audio",
-        "a speech encoder (ParakeetForCTC): its blocks are not built yet",
+        "a FastConformer over mel features: Conv2d subsampling of the frames, Transformer-XL "
+        "relative attention, a convolution module and a Conv1d CTC head; not built yet",
     ),
     "perceiver": (
         "encoder",
@@ -267,8 +272,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "sew-d": (
         "audio",
-        "a speech encoder (SEWDForCTC, SEWDForSequenceClassification): its blocks are not"
-        " built yet",
+        "SEW's squeeze and upsampling (converter/models/sew.py) around DeBERTa-v2 layers: "
+        "disentangled content-to-position and position-to-content attention over log-bucketed "
+        "relative positions and a convolution after the first layer are not built yet",
     ),
     "shieldgemma2": (
         "vision",
@@ -320,8 +326,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "wav2vec2-bert": (
         "audio",
-        "a speech encoder (Wav2Vec2BertForCTC, Wav2Vec2BertForSequenceClassification): "
-        "its blocks are not built yet",
+        "Conformer layers over stacked mel features (input_features [batch, frames, 160]) "
+        "with Shaw relative-key distance embeddings, a causal depthwise convolution over "
+        "masked frames, and the convolutional adapter its CTC fine-tunes use (add_adapter): "
+        "none is built yet",
     ),
     "whisper": (
         "speech",

@@ -1,6 +1,6 @@
-"""Speech encoders beyond the parity matrix: the older weight-norm tensor names, pre-training
-checkpoints converted for their hidden states, the task a head class names, and the options
-refused by name."""
+"""Speech encoders beyond the parity matrix: f16 graphs, the older weight-norm tensor names,
+pre-training checkpoints converted for their hidden states, the task a head class names, and
+the options refused by name."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from converter.registry import family_for
 from converter.tasks.choice import task_of
 from tests.checkpoints import read_safetensors, write_safetensors
 from tests.parity.encoder_cases import CASES
-from tests.parity.encoder_reference import audio_inputs, make_encoder
+from tests.parity.encoder_reference import INPUTS, audio_inputs, make_encoder
 
 CASE = CASES["wav2vec2"]
 # a headless checkpoint: its names lack the `wav2vec2.` prefix
@@ -28,6 +28,33 @@ WEIGHT_NORM = "encoder.pos_conv_embed.conv.parametrizations.weight.original"
 def _run(folder, feeds):
     session = ort.InferenceSession(folder / "onnx" / "model.onnx")
     return session.run(None, {i.name: feeds[i.name] for i in session.get_inputs()})[0]
+
+
+@pytest.mark.parametrize(
+    ("case_id", "head"),
+    [
+        ("hubert:batch_norm", "HubertModel"),
+        ("data2vec-audio", "Data2VecAudioModel"),
+        ("wavlm", "WavLMModel"),
+        ("sew", "SEWModel"),
+        ("wav2vec2-conformer", "Wav2Vec2ConformerModel"),
+        ("wav2vec2-conformer:rotary", "Wav2Vec2ConformerModel"),
+        ("audio-spectrogram-transformer", "ASTModel"),
+    ],
+)
+def test_f16_graphs_run_close_to_f32(tmp_path, case_id, head):
+    """Tables computed in float32 (positions, buckets) reach the f16 graph in f16."""
+    case = CASES[case_id]
+    make_encoder(case_id, case, head, tmp_path / "hf")
+    feeds = INPUTS[case.inputs](case.config)
+    outputs = {}
+    for dtype in ("f32", "f16"):
+        package = build(str(tmp_path / "hf"), ep="cpu", dtype=dtype, progress=False)
+        package.save(tmp_path / dtype, progress=False)
+        session = ort.InferenceSession(tmp_path / dtype / package.components[0].filename)
+        inputs = {i.name: feeds[i.name] for i in session.get_inputs()}
+        outputs[dtype] = session.run(None, inputs)[0].astype(np.float32)
+    assert np.abs(outputs["f16"] - outputs["f32"]).max() <= 2e-2
 
 
 def test_older_weight_norm_names_fold_to_the_same_weight(tmp_path):

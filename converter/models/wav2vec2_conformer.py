@@ -175,10 +175,12 @@ class ConformerEncoder(nn.Module):
     def positions(self, op, x):
         cfg = self.cfg
         frames = op.Squeeze(op.Shape(x, start=1, end=2), [0])
+        # computed in float32, as transformers does, then in the graph's dtype
         if cfg.extra["positions"] == "relative":
-            return relative_embeddings(op, frames, cfg.hidden_size)
+            return op.Cast(relative_embeddings(op, frames, cfg.hidden_size), to=self.dtype)
         if cfg.extra["positions"] == "rotary":
-            return rotary_tables(op, frames, cfg.head_dim, cfg.extra["rotary_base"])
+            tables = rotary_tables(op, frames, cfg.head_dim, cfg.extra["rotary_base"])
+            return tuple(op.Cast(table, to=self.dtype) for table in tables)
         return None
 
     def forward(self, op, x, mask):

@@ -126,7 +126,7 @@ FAMILIES = [
         "wavlm",
         WavLMModel,
         "wav2vec2's layout with a gated relative position bias in every layer's attention",
-        ("microsoft/wavlm-base-plus", "microsoft/wavlm-base-plus-sv"),
+        ("microsoft/wavlm-base-plus",),
         rules=WavLMRules(),
         task="feature-extraction",
         category="audio",
