@@ -17,10 +17,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "BartForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"
         "decoders are issue 13",
     ),
-    "beit": (
-        "vision",
-        "a vision model (BeitForImageClassification): its blocks are not built yet",
-    ),
     "big_bird": (
         "encoder",
         "a text encoder (BigBirdForMaskedLM): its blocks are not built yet",
@@ -59,37 +55,13 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "unfolding the sequence, and its feed-forward layers are grouped linears "
         "(num_groups)",
     ),
-    "convnext": (
-        "vision",
-        "a vision model (ConvNextForImageClassification): its blocks are not built yet",
-    ),
-    "convnextv2": (
-        "vision",
-        "a vision model (ConvNextV2ForImageClassification): its blocks are not built yet",
-    ),
     "cvt": (
         "vision",
         "a vision model (CvtForImageClassification): its blocks are not built yet",
     ),
-    "data2vec-vision": (
-        "vision",
-        "a vision model (Data2VecVisionForImageClassification): its blocks are not built yet",
-    ),
-    "deit": (
-        "vision",
-        "a vision model (DeiTForImageClassification): its blocks are not built yet",
-    ),
     "dinat": (
         "vision",
         "a vision model (DinatForImageClassification): its blocks are not built yet",
-    ),
-    "dinov2": (
-        "vision",
-        "a vision model (Dinov2ForImageClassification): its blocks are not built yet",
-    ),
-    "dinov2_with_registers": (
-        "vision",
-        "a vision model (Dinov2WithRegistersForImageClassification): its blocks are not built yet",
     ),
     "donut-swin": (
         "vision",
@@ -129,8 +101,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "granite_speech5_ctc": (
         "audio",
-        "a mel-feature Conformer whose attention runs block-wise (context_size chunks) with "
-        "Shaw relative positions, and subsampling blocks between layers: not built yet",
+        "a mel-feature Conformer whose attention runs block-wise (context_size chunks) "
+        "with Shaw relative positions, and subsampling blocks between layers: not built "
+        "yet",
     ),
     "hgnet_v2": (
         "vision",
@@ -154,8 +127,8 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "lasr_ctc": (
         "audio",
-        "a mel-feature Conformer: dense and conv subsampling, rotary attention, a convolution "
-        "module and a Conv1d CTC head; not built yet",
+        "a mel-feature Conformer: dense and conv subsampling, rotary attention, a "
+        "convolution module and a Conv1d CTC head; not built yet",
     ),
     "layoutlm": (
         "encoder",
@@ -226,8 +199,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "parakeet_ctc": (
         "audio",
-        "a FastConformer over mel features: Conv2d subsampling of the frames, Transformer-XL "
-        "relative attention, a convolution module and a Conv1d CTC head; not built yet",
+        "a FastConformer over mel features: Conv2d subsampling of the frames, "
+        "Transformer-XL relative attention, a convolution module and a Conv1d CTC head; "
+        "not built yet",
     ),
     "perceiver": (
         "encoder",
@@ -258,10 +232,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (RegNetForImageClassification): its blocks are not built yet",
     ),
-    "resnet": (
-        "vision",
-        "a vision model (ResNetForImageClassification): its blocks are not built yet",
-    ),
     "roc_bert": (
         "encoder",
         "a text encoder (RoCBertForMaskedLM): its blocks are not built yet",
@@ -272,9 +242,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "sew-d": (
         "audio",
-        "SEW's squeeze and upsampling (converter/models/sew.py) around DeBERTa-v2 layers: "
-        "disentangled content-to-position and position-to-content attention over log-bucketed "
-        "relative positions and a convolution after the first layer are not built yet",
+        "SEW's squeeze and upsampling (converter/models/sew.py) around DeBERTa-v2 layers:"
+        " disentangled content-to-position and position-to-content attention over log-"
+        "bucketed relative positions and a convolution after the first layer are not "
+        "built yet",
     ),
     "shieldgemma2": (
         "vision",
@@ -283,14 +254,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "swiftformer": (
         "vision",
         "a vision model (SwiftFormerForImageClassification): its blocks are not built yet",
-    ),
-    "swin": (
-        "vision",
-        "a vision model (SwinForImageClassification): its blocks are not built yet",
-    ),
-    "swinv2": (
-        "vision",
-        "a vision model (Swinv2ForImageClassification): its blocks are not built yet",
     ),
     "tapas": (
         "encoder",
@@ -316,20 +279,16 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "multimodal",
         "a two-tower text-image model (VideoPrismClipModel): its blocks are not built yet",
     ),
-    "vit": (
-        "vision",
-        "a vision model (ViTForImageClassification): its blocks are not built yet",
-    ),
     "vit_msn": (
         "vision",
         "a vision model (ViTMSNForImageClassification): its blocks are not built yet",
     ),
     "wav2vec2-bert": (
         "audio",
-        "Conformer layers over stacked mel features (input_features [batch, frames, 160]) "
-        "with Shaw relative-key distance embeddings, a causal depthwise convolution over "
-        "masked frames, and the convolutional adapter its CTC fine-tunes use (add_adapter): "
-        "none is built yet",
+        "Conformer layers over stacked mel features (input_features [batch, frames, 160])"
+        " with Shaw relative-key distance embeddings, a causal depthwise convolution over"
+        " masked frames, and the convolutional adapter its CTC fine-tunes use "
+        "(add_adapter): none is built yet",
     ),
     "whisper": (
         "speech",

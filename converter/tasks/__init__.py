@@ -4,6 +4,7 @@ names); only tasks name graph inputs and outputs."""
 from converter.tasks.audio_encoding import AUDIO_TASKS, AudioEncodingTask
 from converter.tasks.base import OPSET, Component
 from converter.tasks.encoding import TEXT_TASKS, TextEncodingTask
+from converter.tasks.image_encoding import IMAGE_TASKS, ImageEncodingTask
 from converter.tasks.modality import PerModality
 from converter.tasks.text_generation import DecoderInputs, TextGenerationTask
 from converter.tasks.zero_shot import ZERO_SHOT, ZeroShotImageTask
@@ -20,6 +21,7 @@ TASKS = {
         {modality: TASK_CLASSES[modality]("feature-extraction") for modality in TASK_CLASSES},
     ),
     ZERO_SHOT: ZeroShotImageTask(),
+    **{name: ImageEncodingTask(name) for name in IMAGE_TASKS},
 }
 
 __all__ = ["OPSET", "TASKS", "Component", "DecoderInputs", "TextGenerationTask"]

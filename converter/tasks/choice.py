@@ -1,7 +1,9 @@
 """Which task a build makes: the one asked for, else the head config.json's `architectures`
 names (`BertForMaskedLM` -> fill-mask, `BertModel` -> feature-extraction; a model class may
 read some endings its own way in `head_tasks`: `CLIPModel` is zero-shot image classification),
-else the family's default. A head mobius does not convert is refused by name."""
+else the family's default. A bare `...Model` is the headless task of the family's modality:
+its model class says which (`headless_task`, e.g. image-feature-extraction for `ViTModel`;
+feature-extraction unless it says). A head mobius does not convert is refused by name."""
 
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ def task_of(raw: dict, family, asked: str | None) -> str:
     head_tasks = {**HEAD_TASKS, **getattr(family.model_class, "head_tasks", {})}
     endings = sorted((e for e in head_tasks if head.endswith(e)), key=len, reverse=True)
     task = head_tasks[endings[0]] if endings else None
+    if endings and endings[0] == "Model":
+        task = getattr(family.model_class, "headless_task", task)
     if task not in family.tasks:
         task = next((t for t in SAME_HEAD.get(task, ()) if t in family.tasks), task)
     if task not in family.tasks:

@@ -50,6 +50,15 @@ def text_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": TEXT_MASK, "token_type_ids": types}
 
 
+def image_inputs(config: dict) -> dict[str, np.ndarray]:
+    """A batch of two random images at the configured size (no padding: every patch is real)."""
+    full = transformers.AutoConfig.for_model(**config)
+    size = full.image_size
+    height, width = size if isinstance(size, list | tuple) else (size, size)
+    pixels = RNG.standard_normal((BATCH, full.num_channels, height, width))
+    return {"pixel_values": pixels.astype(np.float32)}
+
+
 # waveforms: 400 samples, the second row padded with zeros after 250 (several strides of a
 # case's feature encoder)
 SAMPLES, AUDIO_KEPT = 400, 250
@@ -115,6 +124,7 @@ def text_image_inputs(config: dict) -> dict[str, np.ndarray]:
 
 INPUTS = {
     "text": text_inputs,
+    "image": image_inputs,
     "audio": audio_inputs,
     "spectrogram": spectrogram_inputs,
     "text+image": text_image_inputs,

@@ -12,7 +12,8 @@ import pytest
 
 from converter import build
 from converter.config.two_tower import TwoTowerConfig
-from converter.execution_providers import ENCODER_MHA
+from converter.execution_providers import ENCODER_MHA, execution_provider
+from converter.lowering import Plan, expected_fusions
 from tests.parity.encoder_cases import CASES
 from tests.parity.encoder_reference import (
     INPUTS,
@@ -65,25 +66,28 @@ def test_outputs_match_transformers(converted, ep):
     assert max(diffs.values()) <= TOLERANCE, diffs
 
 
-def _attention_layers(config, role: str) -> int:
-    """The attention layers of a component's graph: the encoder's, or its towers' (SigLIP's
-    vision tower pools with one more, its attention-pooling head)."""
+def _attention_layers(config, component) -> int:
+    """The attention layers of a component's graph: what its modules declare for the cpu graph,
+    or a two-tower model's towers' (SigLIP's vision tower pools with one more, its
+    attention-pooling head)."""
     if not isinstance(config, TwoTowerConfig):
-        return config.num_hidden_layers
+        plan = Plan(execution_provider("cpu", "f32"))
+        return expected_fusions(component.module, plan)[ENCODER_MHA]
     text = config.text.num_hidden_layers
     vision = config.vision.num_hidden_layers + int(config.vision.use_head)
-    return {"text": text, "vision": vision, "text-image": text + vision}[role]
+    return {"text": text, "vision": vision, "text-image": text + vision}[component.role]
 
 
 def test_cpu_graph_runs_the_fused_kernels(converted):
-    """Every layer's attention in com.microsoft.MultiHeadAttention and its norms fused with
-    their residual adds, unless the package says why not."""
+    """Every attention the model declares in com.microsoft.MultiHeadAttention (none of the
+    standard Attention op) and its norms fused with their residual adds, unless the package says
+    why not. Convolutional families declare no attention."""
     package = converted[2]["cpu"]
     fallbacks = [f for f in package.lowering.fallbacks if ENCODER_MHA in f]
     fused_norms = 0
     for component in package.components:
         ops = [n.op_type for n in component.model.graph]
-        layers = _attention_layers(package.config, component.role)
+        layers = _attention_layers(package.config, component)
         assert ops.count("MultiHeadAttention") == (0 if fallbacks else layers), component.role
         assert "Attention" not in ops or fallbacks
         fused_norms += ops.count("SkipLayerNormalization")
