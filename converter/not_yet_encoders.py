@@ -120,10 +120,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (EfficientNetForImageClassification): its blocks are not built yet",
     ),
-    "esm": (
-        "encoder",
-        "a text encoder (EsmForMaskedLM): its blocks are not built yet",
-    ),
     "esmc": (
         "encoder",
         "a text encoder (EsmcForMaskedLM): its blocks are not built yet",

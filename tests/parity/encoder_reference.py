@@ -34,9 +34,12 @@ def make_encoder(case_id: str, case: EncoderCase, head: str, folder: Path):
 
 
 def text_inputs(config: dict) -> dict[str, np.ndarray]:
-    """A batch of two, the second row padded with the pad token; token types 0 then 1."""
+    """A batch of two, the second row padded with the pad token; token types 0 then 1. Where
+    the config names a mask token, each row holds one (ESM's token dropout counts them)."""
     vocab, pad = config["vocab_size"], config.get("pad_token_id", 0)
     ids = RNG.integers(3, vocab, size=(BATCH, LENGTH))
+    if config.get("mask_token_id") is not None:
+        ids[:, 2] = config["mask_token_id"]
     ids = np.where(TEXT_MASK == 1, ids, pad)
     types = np.zeros_like(ids)
     types[:, 4:] = 1
