@@ -165,10 +165,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a speech encoder (HubertForCTC, HubertForSequenceClassification): its blocks are"
         " not built yet",
     ),
-    "ibert": (
-        "encoder",
-        "a text encoder (IBertForMaskedLM): its blocks are not built yet",
-    ),
     "ijepa": (
         "vision",
         "a vision model (IJepaForImageClassification): its blocks are not built yet",
