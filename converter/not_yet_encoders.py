@@ -181,10 +181,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "audio",
         "a speech encoder (LasrForCTC): its blocks are not built yet",
     ),
-    "layoutlm": (
-        "encoder",
-        "a text encoder (LayoutLMForMaskedLM): its blocks are not built yet",
-    ),
     "levit": (
         "vision",
         "a vision model (LevitForImageClassification): its blocks are not built yet",

@@ -46,7 +46,16 @@ def text_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": TEXT_MASK, "token_type_ids": types}
 
 
-INPUTS = {"text": text_inputs}
+def layout_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Text inputs and a box per token, (x0, y0, x1, y1) with x0 <= x1 and y0 <= y1 on the
+    config's grid."""
+    grid = config.get("max_2d_position_embeddings", 1024)
+    corners = RNG.integers(0, grid, size=(BATCH, LENGTH, 2, 2))
+    low, high = corners.min(axis=2), corners.max(axis=2)
+    return {**text_inputs(config), "bbox": np.concatenate([low, high], axis=-1)}
+
+
+INPUTS = {"text": text_inputs, "layout": layout_inputs}
 
 
 def reference_outputs(model, feeds: dict[str, np.ndarray]) -> object:
