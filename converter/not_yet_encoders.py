@@ -32,7 +32,13 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "big_bird": (
         "encoder",
-        "a text encoder (BigBirdForMaskedLM): its blocks are not built yet",
+        "BERT's layers, but the released checkpoints run block_sparse attention: beyond "
+        "(5 + 2 num_random_blocks) block_size tokens transformers pads the sequence to whole "
+        "blocks and lets each query block see the first and last blocks, a 3-block sliding "
+        "window and num_random_blocks random blocks (at inference all copies of block 0, "
+        "weighting it again in the softmax), with special second and second-to-last blocks; "
+        "below that length it switches to full attention. That length-dependent pattern is not "
+        "built, and a full-attention graph would differ on long inputs",
     ),
     "bit": (
         "vision",
@@ -191,7 +197,12 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "luke": (
         "encoder",
-        "a text encoder (LukeForMaskedLM): its blocks are not built yet",
+        "entity-aware: beside the words LUKE reads a second sequence of entities "
+        "(entity_ids, entity_attention_mask, entity_token_type_ids and entity_position_ids "
+        "[batch, entities, max_mention_length], whose embeddings average the mentioned word "
+        "positions), attends with separate word-to-entity, entity-to-word and entity-to-entity "
+        "queries, and predicts entities too (entity_logits); no runtime contract names those "
+        "inputs, and a words-only graph would leave the entity vocabulary and heads unread",
     ),
     "mbart": (
         "seq2seq",
@@ -350,7 +361,12 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "tapas": (
         "encoder",
-        "a text encoder (TapasForMaskedLM): its blocks are not built yet",
+        "table encoder: token_type_ids are [batch, sequence, 7] (segment, column, row, "
+        "previous label, column rank, inverse column rank, numeric relation), each read from "
+        "its own table (type_vocab_sizes), and with reset_position_index_per_cell (the "
+        "default) positions restart in every cell, found by per-cell minima over the column "
+        "and row ids; the 7-wide token-type input and cell-relative positions are not built, "
+        "nor the question-answering head (cell selection and aggregation over cell segments)",
     ),
     "textnet": (
         "vision",
