@@ -15,6 +15,7 @@ from tests.parity.encoder_cases import CASES
 from tests.parity.encoder_reference import make_encoder
 
 REFUSED = [
+    ("roberta", {"is_decoder": True}, "'is_decoder' = True is not supported"),
     ("xmod", {"pre_norm": True}, "'pre_norm' = True is not supported"),
     ("xmod", {"default_language": None}, "'default_language' = None must name one of"),
     ("xmod", {"default_language": "fr_XX"}, "'default_language' = 'fr_XX' must name one of"),

@@ -62,6 +62,8 @@ class EncoderRules:
         for alias, key in self.aliases.items():
             if r.has(alias):
                 r.raw[key] = r.raw[alias]
+        if r.bool("is_decoder", False):
+            r.refuse("is_decoder", "causal self-attention is the causal-LM scope (not yet)")
         hidden = r.int("hidden_size", "dim", "d_model")
         heads = r.int("num_attention_heads", "n_heads")
         if hidden % heads:
