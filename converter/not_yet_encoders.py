@@ -5,21 +5,12 @@ image-classification, zero-shot-image-classification, CTC and audio-classificati
 listed here)."""
 
 ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
-    "albert": (
-        "encoder",
-        "a text encoder (AlbertForMaskedLM): its blocks are not built yet",
-    ),
     "align": (
         "multimodal",
-        "a two-tower text-image model (AlignModel): its blocks are not built yet",
-    ),
-    "altclip": (
-        "multimodal",
-        "a two-tower text-image model (AltCLIPModel): its blocks are not built yet",
-    ),
-    "audio-spectrogram-transformer": (
-        "audio",
-        "an audio encoder (ASTForAudioClassification): its blocks are not built yet",
+        "AlignModel's vision tower is an EfficientNet (depthwise-separable convolutions, "
+        "squeeze-and-excitation, BatchNorm blocks), which has no blocks here yet; its "
+        "BERT text tower and temperature-scaled similarities would reuse the two-tower "
+        "model",
     ),
     "bart": (
         "seq2seq",
@@ -46,28 +37,33 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "blip": (
         "multimodal",
-        "a two-tower text-image model (BlipModel): its blocks are not built yet",
+        "BlipModel, the zero-shot class, is deprecated by transformers and the Hub's BLIP"
+        " checkpoints are its captioning, VQA and image-text-matching heads; its ViT "
+        "packs q/k/v in one `qkv` and its text tower is a BERT whose layers carry cross-"
+        "attention: not built yet",
     ),
     "blip-2": (
         "multimodal",
-        "a two-tower text-image model (Blip2ForImageTextRetrieval): its blocks are not built yet",
-    ),
-    "chinese_clip": (
-        "multimodal",
-        "a two-tower text-image model (ChineseCLIPModel): its blocks are not built yet",
-    ),
-    "clip": (
-        "multimodal",
-        "a two-tower text-image model (CLIPModel, CLIPForImageClassification): its blocks"
-        " are not built yet",
+        "Blip2ForImageTextRetrieval needs the Q-Former: learned query tokens cross-"
+        "attending the ViT-g's image states every other layer, the text run through the "
+        "same Q-Former, and the similarity the maximum over the query embeddings: not "
+        "built yet",
     ),
     "clipseg": (
         "multimodal",
-        "a two-tower text-image model (CLIPSegModel): its blocks are not built yet",
+        "CLIPSegModel resizes its vision position grid (bicubic) to the processor's "
+        "352-pixel images by default (interpolate_pos_encoding=True, while "
+        "vision_config.image_size is 224), which the fixed-size CLIP vision tower does "
+        "not; the family's real head, CLIPSegForImageSegmentation (a FiLM-conditioned "
+        "decoder over extracted layers), is image segmentation: not built yet",
     ),
     "convbert": (
         "encoder",
-        "a text encoder (ConvBertForMaskedLM): its blocks are not built yet",
+        "ConvBERT's mixed attention is not built: beside head_ratio-reduced attention "
+        "heads, span-based dynamic convolution heads generate a conv_kernel_size kernel "
+        "per token (conv_kernel_layer from a SeparableConv1D key) and apply it by "
+        "unfolding the sequence, and its feed-forward layers are grouped linears "
+        "(num_groups)",
     ),
     "convnext": (
         "vision",
@@ -81,22 +77,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (CvtForImageClassification): its blocks are not built yet",
     ),
-    "data2vec-audio": (
-        "audio",
-        "a speech encoder (Data2VecAudioForCTC, Data2VecAudioForSequenceClassification): "
-        "its blocks are not built yet",
-    ),
     "data2vec-vision": (
         "vision",
         "a vision model (Data2VecVisionForImageClassification): its blocks are not built yet",
-    ),
-    "deberta": (
-        "encoder",
-        "a text encoder (DebertaForMaskedLM): its blocks are not built yet",
-    ),
-    "deberta-v2": (
-        "encoder",
-        "a text encoder (DebertaV2ForMaskedLM): its blocks are not built yet",
     ),
     "deit": (
         "vision",
@@ -114,10 +97,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (Dinov2WithRegistersForImageClassification): its blocks are not built yet",
     ),
-    "distilbert": (
-        "encoder",
-        "a text encoder (DistilBertForMaskedLM): its blocks are not built yet",
-    ),
     "donut-swin": (
         "vision",
         "a vision model (DonutSwinForImageClassification): its blocks are not built yet",
@@ -130,17 +109,13 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (EsmcForMaskedLM): its blocks are not built yet",
     ),
-    "eurobert": (
-        "encoder",
-        "a text encoder (EuroBertForMaskedLM): its blocks are not built yet",
-    ),
-    "flaubert": (
-        "encoder",
-        "a text encoder (FlaubertWithLMHeadModel): its blocks are not built yet",
-    ),
     "fnet": (
         "encoder",
-        "a text encoder (FNetForMaskedLM): its blocks are not built yet",
+        "FNet's token mixing is not built: each layer takes the real part of a 2-D "
+        "Fourier transform over sequence and hidden axes (torch.fft.fftn; ONNX DFT or "
+        "cos/sin matrices of the dynamic length), and it has no attention and ignores "
+        "attention_mask, so the encoder kernels and their fused-kernel checks do not "
+        "apply",
     ),
     "focalnet": (
         "vision",
@@ -148,15 +123,16 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "funnel": (
         "encoder",
-        "a text encoder (FunnelForMaskedLM): its blocks are not built yet",
+        "Funnel Transformer's blocks are not built: the sequence is mean-pooled (stride "
+        "2) between blocks (optionally keeping the CLS token apart, separate_cls, "
+        "truncate_seq), attention is relative with per-block sinusoidal position "
+        "encodings (factorized or relative_shift, plus token-type biases), and full-"
+        "length heads need its decoder that upsamples and adds the first block's output",
     ),
     "granite_speech5_ctc": (
         "audio",
-        "a speech encoder (GraniteSpeech5ForCTC): its blocks are not built yet",
-    ),
-    "gte": (
-        "encoder",
-        "a text encoder (GteForMaskedLM): its blocks are not built yet",
+        "a mel-feature Conformer whose attention runs block-wise (context_size chunks) with "
+        "Shaw relative positions, and subsampling blocks between layers: not built yet",
     ),
     "hgnet_v2": (
         "vision",
@@ -166,11 +142,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (HieraForImageClassification): its blocks are not built yet",
     ),
-    "hubert": (
-        "audio",
-        "a speech encoder (HubertForCTC, HubertForSequenceClassification): its blocks are"
-        " not built yet",
-    ),
     "ijepa": (
         "vision",
         "a vision model (IJepaForImageClassification): its blocks are not built yet",
@@ -179,13 +150,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (ImageGPTForImageClassification): its blocks are not built yet",
     ),
-    "jina_embeddings_v3": (
-        "encoder",
-        "a text encoder (JinaEmbeddingsV3ForMaskedLM): its blocks are not built yet",
-    ),
     "lasr_ctc": (
         "audio",
-        "a speech encoder (LasrForCTC): its blocks are not built yet",
+        "a mel-feature Conformer: dense and conv subsampling, rotary attention, a convolution "
+        "module and a Conv1d CTC head; not built yet",
     ),
     "levit": (
         "vision",
@@ -209,15 +177,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "MBartForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"
         "decoders are issue 13",
     ),
-    "metaclip_2": (
-        "multimodal",
-        "a two-tower text-image model (MetaClip2Model, MetaClip2ForImageClassification): "
-        "its blocks are not built yet",
-    ),
-    "mobilebert": (
-        "encoder",
-        "a text encoder (MobileBertForMaskedLM): its blocks are not built yet",
-    ),
     "mobilenet_v1": (
         "vision",
         "a vision model (MobileNetV1ForImageClassification): its blocks are not built yet",
@@ -234,17 +193,12 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (MobileViTV2ForImageClassification): its blocks are not built yet",
     ),
-    "modernbert": (
-        "encoder",
-        "a text encoder (ModernBertForMaskedLM): its blocks are not built yet",
-    ),
     "modernvbert": (
-        "encoder",
-        "a text encoder (ModernVBertForMaskedLM): its blocks are not built yet",
-    ),
-    "mpnet": (
-        "encoder",
-        "a text encoder (MPNetForMaskedLM): its blocks are not built yet",
+        "multimodal",
+        "a vision-language masked LM: a SigLIP vision tower's patches, pixel-shuffled by "
+        "ModernVBertConnector, replace the image tokens in a ModernBERT text model, so it"
+        " needs an image input and a vision component the text-encoding task lacks (its "
+        "text model alone is `modernbert`, converted)",
     ),
     "mra": (
         "encoder",
@@ -259,21 +213,20 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (NeoMMEForMaskedLM): its blocks are not built yet",
     ),
-    "nomic_bert": (
-        "encoder",
-        "a text encoder (NomicBertForMaskedLM): its blocks are not built yet",
-    ),
     "nystromformer": (
         "encoder",
         "a text encoder (NystromformerForMaskedLM): its blocks are not built yet",
     ),
     "omniasr_ctc": (
         "audio",
-        "a speech encoder (OmniASRForCTC): its blocks are not built yet",
+        "wav2vec2's large layout (layer-norm convs, pre-norm layers) under other names "
+        "(model.audio_tower.subsampling, encode_positions), a nested audio_config and a "
+        "padding_mask input: the speech encoder is not yet mapped onto it",
     ),
     "parakeet_ctc": (
         "audio",
-        "a speech encoder (ParakeetForCTC): its blocks are not built yet",
+        "a FastConformer over mel features: Conv2d subsampling of the frames, Transformer-XL "
+        "relative attention, a convolution module and a Conv1d CTC head; not built yet",
     ),
     "perceiver": (
         "encoder",
@@ -312,40 +265,19 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (RoCBertForMaskedLM): its blocks are not built yet",
     ),
-    "roformer": (
-        "encoder",
-        "a text encoder (RoFormerForMaskedLM): its blocks are not built yet",
-    ),
     "segformer": (
         "vision",
         "a vision model (SegformerForImageClassification): its blocks are not built yet",
     ),
-    "sew": (
-        "audio",
-        "a speech encoder (SEWForCTC, SEWForSequenceClassification): its blocks are not built yet",
-    ),
     "sew-d": (
         "audio",
-        "a speech encoder (SEWDForCTC, SEWDForSequenceClassification): its blocks are not"
-        " built yet",
+        "SEW's squeeze and upsampling (converter/models/sew.py) around DeBERTa-v2 layers: "
+        "disentangled content-to-position and position-to-content attention over log-bucketed "
+        "relative positions and a convolution after the first layer are not built yet",
     ),
     "shieldgemma2": (
         "vision",
         "a vision model (ShieldGemma2ForImageClassification): its blocks are not built yet",
-    ),
-    "siglip": (
-        "multimodal",
-        "a two-tower text-image model (SiglipModel, SiglipForImageClassification): its "
-        "blocks are not built yet",
-    ),
-    "siglip2": (
-        "multimodal",
-        "a two-tower text-image model (Siglip2Model, Siglip2ForImageClassification): its "
-        "blocks are not built yet",
-    ),
-    "squeezebert": (
-        "encoder",
-        "a text encoder (SqueezeBertForMaskedLM): its blocks are not built yet",
     ),
     "swiftformer": (
         "vision",
@@ -380,23 +312,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "multimodal",
         "a two-tower text-image model (Tipsv2Model): its blocks are not built yet",
     ),
-    "ultrabert": (
-        "encoder",
-        "a text encoder (UltrabertForMaskedLM): its blocks are not built yet",
-    ),
     "ultravbert": (
         "encoder",
         "a text encoder (UltraVBertForMaskedLM): its blocks are not built yet",
-    ),
-    "unispeech": (
-        "audio",
-        "a speech encoder (UniSpeechForCTC, UniSpeechForSequenceClassification): its "
-        "blocks are not built yet",
-    ),
-    "unispeech-sat": (
-        "audio",
-        "a speech encoder (UniSpeechSatForCTC, UniSpeechSatForSequenceClassification): "
-        "its blocks are not built yet",
     ),
     "videoprism": (
         "multimodal",
@@ -410,33 +328,16 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (ViTMSNForImageClassification): its blocks are not built yet",
     ),
-    "wav2vec2": (
-        "audio",
-        "a speech encoder (Wav2Vec2ForCTC, Wav2Vec2ForSequenceClassification): its blocks"
-        " are not built yet",
-    ),
     "wav2vec2-bert": (
         "audio",
-        "a speech encoder (Wav2Vec2BertForCTC, Wav2Vec2BertForSequenceClassification): "
-        "its blocks are not built yet",
-    ),
-    "wav2vec2-conformer": (
-        "audio",
-        "a speech encoder (Wav2Vec2ConformerForCTC, "
-        "Wav2Vec2ConformerForSequenceClassification): its blocks are not built yet",
-    ),
-    "wavlm": (
-        "audio",
-        "a speech encoder (WavLMForCTC, WavLMForSequenceClassification): its blocks are "
-        "not built yet",
+        "Conformer layers over stacked mel features (input_features [batch, frames, 160]) "
+        "with Shaw relative-key distance embeddings, a causal depthwise convolution over "
+        "masked frames, and the convolutional adapter its CTC fine-tunes use (add_adapter): "
+        "none is built yet",
     ),
     "whisper": (
         "speech",
         "WhisperForAudioClassification is the encoder of an encoder-decoder speech model: issue 13",
-    ),
-    "xlm": (
-        "encoder",
-        "a text encoder (XLMWithLMHeadModel): its blocks are not built yet",
     ),
     "yoso": (
         "encoder",

@@ -38,6 +38,7 @@ from tests.checkpoints import (
 
 WEIGHTS = "model.safetensors"
 PACKAGE_FILES = {
+    "config.json",
     "model.onnx",
     "model.onnx.data",
     "genai_config.json",
@@ -657,7 +658,7 @@ def test_cli_list_models_names_every_family(capsys: pytest.CaptureFixture[str]) 
     code, out, err = run_cli(capsys, "list", "models")
     assert code == 0
     assert err == ""
-    listed = [line.split()[0] for line in out.splitlines() if "not yet:" not in line]
+    listed = [line.split()[0] for line in out.splitlines() if "not yet (" not in line]
     assert sorted(listed) == sorted(families())
 
 
@@ -670,7 +671,7 @@ def test_failed_save_leaves_no_package_files(
         path.write_bytes(b"half a model")
         raise OSError("disk full")
 
-    monkeypatch.setattr("converter.package.package._write_model", write_then_fail)
+    monkeypatch.setattr("converter.package.package.write_graph", write_then_fail)
     output = tmp_path / "out"
     with pytest.raises(MobiusError, match=r"writing the package to .* failed \(disk full\)"):
         package.save(output, progress=False)

@@ -207,13 +207,20 @@ class BertBody(nn.Module):
 
 class MaskedLMHead(nn.Module):
     """cls.predictions: transform (dense, act, LayerNorm), then the tied word table (or its own
-    `decoder`) and the vocabulary bias."""
+    `decoder`, an LM head: int4 only with --int4-lm-head, never int8) and the vocabulary bias.
+    `decoder_bias`: an untied decoder keeps its own bias in place of `bias` (transformers unties
+    both when tie_word_embeddings is false)."""
 
-    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType, tied: bool):
+    def __init__(
+        self, cfg: EncoderConfig, dtype: ir.DataType, tied: bool, decoder_bias: bool = False
+    ):
         super().__init__()
+        own_bias = decoder_bias and not tied
         self.transform = PredictionTransform(cfg, dtype)
-        self.decoder = None if tied else Linear(cfg.embedding_size, cfg.vocab_size, False, dtype)
-        self.bias = nn.Parameter([cfg.vocab_size], dtype)
+        self.decoder = (
+            None if tied else Linear(cfg.embedding_size, cfg.vocab_size, own_bias, dtype, head=True)
+        )
+        self.bias = None if own_bias else nn.Parameter([cfg.vocab_size], dtype)
 
     def forward(self, op, hidden, table):
         x = self.transform(op, hidden)
@@ -222,7 +229,7 @@ class MaskedLMHead(nn.Module):
             if self.decoder is None
             else (self.decoder(op, x))
         )
-        return op.Add(logits, self.bias)
+        return logits if self.bias is None else op.Add(logits, self.bias)
 
 
 class PredictionTransform(nn.Module):
@@ -239,9 +246,11 @@ class PredictionTransform(nn.Module):
 class BertPredictions(nn.Module):
     """`cls` holding `predictions` (BertForMaskedLM's names)."""
 
-    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType, tied: bool):
+    def __init__(
+        self, cfg: EncoderConfig, dtype: ir.DataType, tied: bool, decoder_bias: bool = False
+    ):
         super().__init__()
-        self.predictions = MaskedLMHead(cfg, dtype, tied)
+        self.predictions = MaskedLMHead(cfg, dtype, tied, decoder_bias)
 
     def forward(self, op, hidden, table):
         return self.predictions(op, hidden, table)

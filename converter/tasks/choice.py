@@ -1,6 +1,7 @@
 """Which task a build makes: the one asked for, else the head config.json's `architectures`
-names (`BertForMaskedLM` -> fill-mask, `BertModel` -> feature-extraction), else the family's
-default. A head mobius does not convert is refused by name."""
+names (`BertForMaskedLM` -> fill-mask, `BertModel` -> feature-extraction; a model class may
+read some endings its own way in `head_tasks`: `CLIPModel` is zero-shot image classification),
+else the family's default. A head mobius does not convert is refused by name."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ HEAD_TASKS = {
     "ForSequenceClassification": "text-classification",
     "ForTokenClassification": "token-classification",
     "ForQuestionAnswering": "question-answering",
+    "ForQuestionAnsweringSimple": "question-answering",  # XLM, FlauBERT
+    "WithLMHeadModel": "fill-mask",  # XLM's and FlauBERT's masked-LM heads
     "ForImageClassification": "image-classification",
     "ForImageClassificationWithTeacher": "image-classification",
     "ForCTC": "automatic-speech-recognition",
@@ -21,6 +24,9 @@ HEAD_TASKS = {
     "ForCausalLM": "text-generation",
     "LMHeadModel": "text-generation",
 }
+# tasks whose head class names another modality's task too: the one its family converts
+# (Wav2Vec2ForSequenceClassification pools audio frames: audio classification)
+SAME_HEAD = {"text-classification": ("audio-classification",)}
 
 
 def task_of(raw: dict, family, asked: str | None) -> str:
@@ -37,8 +43,11 @@ def task_of(raw: dict, family, asked: str | None) -> str:
     if not isinstance(architectures, list) or not isinstance(architectures[0], str):
         raise ConfigError("'architectures' must list class names")
     head = architectures[0]
-    endings = sorted((e for e in HEAD_TASKS if head.endswith(e)), key=len, reverse=True)
-    task = HEAD_TASKS[endings[0]] if endings else None
+    head_tasks = {**HEAD_TASKS, **getattr(family.model_class, "head_tasks", {})}
+    endings = sorted((e for e in head_tasks if head.endswith(e)), key=len, reverse=True)
+    task = head_tasks[endings[0]] if endings else None
+    if task not in family.tasks:
+        task = next((t for t in SAME_HEAD.get(task, ()) if t in family.tasks), task)
     if task not in family.tasks:
         raise ConfigError(
             f"architectures[0] = {head!r} is a head mobius does not convert; {family.model_type} "
