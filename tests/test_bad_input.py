@@ -249,11 +249,11 @@ def test_unregistered_model_type_suggests_the_nearest(tiny: Path) -> None:
 
 
 def test_unregistered_model_type_without_a_near_match(tiny: Path) -> None:
-    edit_config(tiny, model_type="wav2vec2")  # near no causal-LM type
+    edit_config(tiny, model_type="qqqqqqqq")  # near no registered type
     with pytest.raises(UnsupportedModelError) as err:
         convert(tiny)
     assert str(err.value) == (
-        f"model_type 'wav2vec2' is not supported (run `mobius list models` for all "
+        f"model_type 'qqqqqqqq' is not supported (run `mobius list models` for all "
         f"{len(families())})"
     )
 

@@ -23,7 +23,7 @@ from tests.test_publish import BOT, BOT_TOKEN, CARD, new_user
 
 NEW_TOKENS = 20
 CHAT = [{"role": "user", "content": "Tell me about the weather by the river."}]
-DTYPES = {"f32": "fp32", "f16": "fp16", "int4": "q4"}  # mobius -> Transformers.js
+DTYPES = {"f32": "fp32", "f16": "fp16", "int8": "q8", "int4": "q4"}  # mobius -> Transformers.js
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +92,13 @@ def test_pipeline_generates_transformers_greedy_tokens(packages, ids, transforme
     assert chat["generated_text"][-1] == {"role": "assistant", "content": answer}
 
 
-def test_fp16_and_q4_generate_what_onnxruntime_genai_does(packages, ids, transformers_js, tmp_path):
+def test_fp16_q8_and_q4_generate_what_onnxruntime_genai_does(
+    packages, ids, transformers_js, tmp_path
+):
     files = write_layout(packages.values(), tmp_path / "tiny-llama", root_files=True)
-    assert {"onnx/model.onnx", "onnx/model_fp16.onnx", "onnx/model_q4.onnx"} <= set(files)
-    for dtype in ("f16", "int4"):
+    names = {"onnx/model.onnx", "onnx/model_fp16.onnx", "onnx/model_quantized.onnx"}
+    assert {*names, "onnx/model_q4.onnx"} <= set(files)
+    for dtype in ("f16", "int8", "int4"):
         request = {"models": str(tmp_path), "model": "tiny-llama", "task": "text-generation"}
         options = {"dtype": DTYPES[dtype]}
         [generated] = transformers_js.run(

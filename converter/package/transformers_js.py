@@ -1,11 +1,12 @@
 """The layout Transformers.js reads: portable text-generation variants as `onnx/model*.onnx`.
 
 Transformers.js (and Optimum) load `onnx/model{suffix}.onnx` with `config.json` and the
-tokenizer at the model's root; the suffix names the dtype (`""` f32, `_fp16`, `_q4`). Only the
-`default` EP's graphs (standard ONNX ops) go there. A graph whose weights fit in one protobuf
-file is written whole, as Transformers.js expects below 2 GB; a larger one keeps its weights in
-`model{suffix}.onnx_data`, which Transformers.js fetches only when `config.json` declares it
-under `transformers.js_config.use_external_data_format` (not `.onnx.data`: it derives the name).
+tokenizer at the model's root; the suffix names the dtype (`""` f32, `_fp16`, `_quantized`
+int8, `_q4`). Only the `default` EP's graphs (standard ONNX ops) go there. A graph whose
+weights fit in one protobuf file is written whole, as Transformers.js expects below 2 GB; a
+larger one keeps its weights in `model{suffix}.onnx_data`, which Transformers.js fetches only
+when `config.json` declares it under `transformers.js_config.use_external_data_format` (not
+`.onnx.data`: it derives the name).
 """
 
 from __future__ import annotations
