@@ -19,7 +19,13 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "big_bird": (
         "encoder",
-        "a text encoder (BigBirdForMaskedLM): its blocks are not built yet",
+        "BERT's layers, but the released checkpoints run block_sparse attention: beyond "
+        "(5 + 2 num_random_blocks) block_size tokens transformers pads the sequence to whole "
+        "blocks and lets each query block see the first and last blocks, a 3-block sliding "
+        "window and num_random_blocks random blocks (at inference all copies of block 0, "
+        "weighting it again in the softmax), with special second and second-to-last blocks; "
+        "below that length it switches to full attention. That length-dependent pattern is not "
+        "built, and a full-attention graph would differ on long inputs",
     ),
     "bit": (
         "vision",
@@ -71,10 +77,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (EfficientNetForImageClassification): its blocks are not built yet",
     ),
-    "esm": (
-        "encoder",
-        "a text encoder (EsmForMaskedLM): its blocks are not built yet",
-    ),
     "esmc": (
         "encoder",
         "a text encoder (EsmcForMaskedLM): its blocks are not built yet",
@@ -113,10 +115,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (HieraForImageClassification): its blocks are not built yet",
     ),
-    "ibert": (
-        "encoder",
-        "a text encoder (IBertForMaskedLM): its blocks are not built yet",
-    ),
     "ijepa": (
         "vision",
         "a vision model (IJepaForImageClassification): its blocks are not built yet",
@@ -130,10 +128,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a mel-feature Conformer: dense and conv subsampling, rotary attention, a "
         "convolution module and a Conv1d CTC head; not built yet",
     ),
-    "layoutlm": (
-        "encoder",
-        "a text encoder (LayoutLMForMaskedLM): its blocks are not built yet",
-    ),
     "levit": (
         "vision",
         "a vision model (LevitForImageClassification): its blocks are not built yet",
@@ -144,7 +138,12 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "luke": (
         "encoder",
-        "a text encoder (LukeForMaskedLM): its blocks are not built yet",
+        "entity-aware: beside the words LUKE reads a second sequence of entities "
+        "(entity_ids, entity_attention_mask, entity_token_type_ids and entity_position_ids "
+        "[batch, entities, max_mention_length], whose embeddings average the mentioned word "
+        "positions), attends with separate word-to-entity, entity-to-word and entity-to-entity "
+        "queries, and predicts entities too (entity_logits); no runtime contract names those "
+        "inputs, and a words-only graph would leave the entity vocabulary and heads unread",
     ),
     "mbart": (
         "seq2seq",
@@ -257,7 +256,12 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "tapas": (
         "encoder",
-        "a text encoder (TapasForMaskedLM): its blocks are not built yet",
+        "table encoder: token_type_ids are [batch, sequence, 7] (segment, column, row, "
+        "previous label, column rank, inverse column rank, numeric relation), each read from "
+        "its own table (type_vocab_sizes), and with reset_position_index_per_cell (the "
+        "default) positions restart in every cell, found by per-cell minima over the column "
+        "and row ids; the 7-wide token-type input and cell-relative positions are not built, "
+        "nor the question-answering head (cell selection and aggregation over cell segments)",
     ),
     "textnet": (
         "vision",

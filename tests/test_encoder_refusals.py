@@ -15,9 +15,14 @@ from tests.parity.encoder_cases import CASES
 from tests.parity.encoder_reference import make_encoder
 
 REFUSED = [
+    ("roberta", {"is_decoder": True}, "'is_decoder' = True is not supported"),
     ("xmod", {"pre_norm": True}, "'pre_norm' = True is not supported"),
     ("xmod", {"default_language": None}, "'default_language' = None must name one of"),
     ("xmod", {"default_language": "fr_XX"}, "'default_language' = 'fr_XX' must name one of"),
+    ("esm", {"is_folding_model": True}, "'is_folding_model' = True is not supported"),
+    ("ibert", {"quant_mode": True}, "'quant_mode' = True is not supported"),
+    ("esm", {"mask_token_id": None}, "'mask_token_id' is missing"),
+    ("esm", {"position_embedding_type": "relative_key"}, "'position_embedding_type' = "),
 ]
 
 

@@ -173,7 +173,8 @@ def first_token(op, hidden):
 class BertBody(nn.Module):
     """BertModel: embeddings, encoder and (`pooled`) the pooler. A family that puts something
     between the embeddings and the layers (ELECTRA's projection) overrides `embed`; one that
-    adds after them (a final norm) overrides `hidden_states`."""
+    adds after them (a final norm) overrides `hidden_states`; one whose attention takes more
+    than the mask (ESM's rotary positions) wraps the kernel in `attention_kernel`."""
 
     embeddings_cls = BertEmbeddings
     encoder_cls = BertEncoder
@@ -188,8 +189,11 @@ class BertBody(nn.Module):
     def embed(self, op, inputs: TextInputs):
         return self.embeddings(op, inputs)
 
+    def attention_kernel(self, op, inputs: TextInputs):
+        return encoder_attention(op, self.ep, inputs.attention_mask, self.dtype)
+
     def hidden_states(self, op, inputs: TextInputs):
-        kernel = encoder_attention(op, self.ep, inputs.attention_mask, self.dtype)
+        kernel = self.attention_kernel(op, inputs)
         return self.encoder(op, self.embed(op, inputs), kernel)
 
     def forward(self, op, inputs: TextInputs):

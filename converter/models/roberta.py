@@ -31,7 +31,10 @@ class RobertaRules(TiedRules):
 
 class RobertaLMHead(nn.Module):
     """dense -> gelu -> layer_norm -> decoder. Tied, the decoder is the word table and its bias
-    `lm_head.bias` (transformers ties decoder.bias to it); untied, `decoder` has its own."""
+    `lm_head.bias` (transformers ties decoder.bias to it); untied, `decoder` has its own
+    (`decoder_bias`; ESM's has none and adds lm_head.bias either way)."""
+
+    decoder_bias = True
 
     def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
         super().__init__()
@@ -39,14 +42,17 @@ class RobertaLMHead(nn.Module):
         self.dense = Linear(size, size, True, dtype)
         self.layer_norm = LayerNorm(size, cfg.norm_eps, dtype)
         tied = cfg.extra["tied"]
-        self.decoder = None if tied else Linear(size, vocab, True, dtype)
-        self.bias = nn.Parameter([vocab], dtype) if tied else None
+        self.decoder = None if tied else Linear(size, vocab, self.decoder_bias, dtype)
+        own_bias = tied or not self.decoder_bias
+        self.bias = nn.Parameter([vocab], dtype) if own_bias else None
 
     def forward(self, op, hidden, table):
         x = self.layer_norm(op, activation(op, "gelu", self.dense(op, hidden)))
-        if self.decoder is not None:
-            return self.decoder(op, x)
-        return op.Add(op.MatMul(x, op.Transpose(table, perm=[1, 0])), self.bias)
+        if self.decoder is None:
+            logits = op.MatMul(x, op.Transpose(table, perm=[1, 0]))
+        else:
+            logits = self.decoder(op, x)
+        return logits if self.bias is None else op.Add(logits, self.bias)
 
 
 class ClassificationHead(nn.Module):

@@ -55,8 +55,9 @@ def probe(package: Path, provider: str, reference, report: ValidationReport, ste
 
 def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.ndarray]:
     """A fixed batch for the graph's inputs: token ids from the vocabulary (the second row
-    padded), token types 0 then 1, pixels or samples of the graph's (or the config's) size, or
-    NaFlex patches with their mask and grid shapes."""
+    padded), token types 0 then 1, boxes (x0 <= x1, y0 <= y1) on the 2-D position grid, pixels
+    or samples of the graph's (or the config's) size, or NaFlex patches with their mask and
+    grid shapes."""
     rng = np.random.default_rng(0)
     text = config.get("text_config") or config
     vocab, pad = text.get("vocab_size", 100), text.get("pad_token_id") or 0
@@ -77,6 +78,11 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
             mask = np.ones((BATCH, length), dtype)
             mask[1, kept:] = 0
             feeds[item.name] = mask
+        elif item.name == "bbox":  # LayoutLM: a box per token on the config's 2-D grid
+            grid = config.get("max_2d_position_embeddings", 1024)
+            corners = rng.integers(0, grid, size=(BATCH, TOKENS, 2, 2))
+            boxes = np.concatenate([corners.min(axis=2), corners.max(axis=2)], axis=-1)
+            feeds[item.name] = boxes.astype(dtype)
         elif item.name == "pixel_values" and "spatial_shapes" in _names(session):
             feeds.update(_naflex_images(rng, config))
         elif item.name in ("pixel_attention_mask", "spatial_shapes"):

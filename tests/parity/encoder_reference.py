@@ -41,9 +41,12 @@ def make_encoder(case_id: str, case: EncoderCase, head: str, folder: Path):
 
 
 def text_inputs(config: dict) -> dict[str, np.ndarray]:
-    """A batch of two, the second row padded with the pad token; token types 0 then 1."""
+    """A batch of two, the second row padded with the pad token; token types 0 then 1. Where
+    the config names a mask token, each row holds one (ESM's token dropout counts them)."""
     vocab, pad = config["vocab_size"], config.get("pad_token_id", 0)
     ids = RNG.integers(3, vocab, size=(BATCH, LENGTH))
+    if config.get("mask_token_id") is not None:
+        ids[:, 2] = config["mask_token_id"]
     ids = np.where(TEXT_MASK == 1, ids, pad)
     types = np.zeros_like(ids)
     types[:, 4:] = 1
@@ -57,6 +60,15 @@ def image_inputs(config: dict) -> dict[str, np.ndarray]:
     height, width = size if isinstance(size, list | tuple) else (size, size)
     pixels = RNG.standard_normal((BATCH, full.num_channels, height, width))
     return {"pixel_values": pixels.astype(np.float32)}
+
+
+def layout_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Text inputs and a box per token, (x0, y0, x1, y1) with x0 <= x1 and y0 <= y1 on the
+    config's grid."""
+    grid = config.get("max_2d_position_embeddings", 1024)
+    corners = RNG.integers(0, grid, size=(BATCH, LENGTH, 2, 2))
+    low, high = corners.min(axis=2), corners.max(axis=2)
+    return {**text_inputs(config), "bbox": np.concatenate([low, high], axis=-1)}
 
 
 # waveforms: 400 samples, the second row padded with zeros after 250 (several strides of a
@@ -81,7 +93,7 @@ def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.n
     """[batch, positions] 1 where outputs with a position axis are compared: the tokens the
     text mask keeps; the audio frames the model's own conv lengths keep (all frames when the
     graph takes no mask, as transformers then computes every frame too)."""
-    if inputs in ("text", "text+image"):  # image outputs' batch (IMAGES) never matches it
+    if inputs in ("text", "layout", "text+image"):  # image outputs' batch (IMAGES) never matches it
         return TEXT_MASK
     if "attention_mask" not in feeds:
         return None
@@ -125,6 +137,7 @@ def text_image_inputs(config: dict) -> dict[str, np.ndarray]:
 INPUTS = {
     "text": text_inputs,
     "image": image_inputs,
+    "layout": layout_inputs,
     "audio": audio_inputs,
     "spectrogram": spectrogram_inputs,
     "text+image": text_image_inputs,
