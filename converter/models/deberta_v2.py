@@ -111,8 +111,11 @@ def _heads_first(op, x, heads: int):
 
 
 def _rows_by_head(op, rows, heads: int):
-    """Projected relative rows [2 * span, hidden] -> [heads, head_dim, 2 * span]."""
-    return op.Transpose(op.Reshape(rows, [0, heads, -1]), perm=[1, 2, 0])
+    """Projected relative rows [2 * span, hidden] -> [1, heads, head_dim, 2 * span]. Rank 4, as
+    the queries: onnxruntime 1.32's NchwcTransformer crashes (SIGSEGV at session creation) on
+    an f16 MatMul of rank-4 queries by these rank-3 rows."""
+    per_head = op.Reshape(op.Unsqueeze(rows, [0]), [0, 0, heads, -1])
+    return op.Transpose(per_head, perm=[0, 2, 3, 1])
 
 
 def _take(op, scores, index):
