@@ -301,7 +301,7 @@ class LMPrediction(nn.Module):
         square = dataclasses.replace(cfg, embedding_size=cfg.hidden_size)
         self.transform = PredictionTransform(square, dtype)
         self.dense = Projection(cfg.hidden_size - width, cfg.vocab_size, dtype)
-        self.decoder = None if tied else Linear(width, cfg.vocab_size, True, dtype)
+        self.decoder = None if tied else Linear(width, cfg.vocab_size, True, dtype, head=True)
         self.bias = nn.Parameter([cfg.vocab_size], dtype) if tied else None
         self.width = width
 
