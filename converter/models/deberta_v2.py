@@ -152,6 +152,13 @@ class DisentangledSelfAttention(nn.Module):
         self.s, self.heads = s, cfg.num_attention_heads
         self.divisor = float(np.sqrt(np.float32(cfg.head_dim * s.scale_factor)))
 
+    def expected_fusions(self, plan) -> dict[str, int]:
+        # shared keys: the key / query projections also project the relative rows
+        reuses = (
+            int(self.s.c2p) + int(self.s.p2c) if self.s.relative and self.s.share_att_key else 0
+        )
+        return plan.quantized_matmuls(reuses) if reuses else {}
+
     def forward(self, op, x, kernel, rel: RelativePositions | None):
         q, k, v = self.query_proj(op, x), self.key_proj(op, x), self.value_proj(op, x)
         bias = None

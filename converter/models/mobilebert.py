@@ -280,11 +280,16 @@ class Body(nn.Module):
 
 
 class Projection(nn.Module):
-    """x times `weight` [in, out] as stored (no transpose)."""
+    """x times `weight` [in, out] as stored (no transpose): part of the LM head, so float under
+    int8 and int4 only with --int4-lm-head."""
 
     def __init__(self, rows: int, columns: int, dtype: ir.DataType):
         super().__init__()
         self.weight = nn.Parameter([rows, columns], dtype)
+        self.head = True
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        return plan.quantized_matmuls(head=True)
 
     def forward(self, op, x):
         return op.MatMul(x, self.weight)
