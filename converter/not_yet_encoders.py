@@ -7,24 +7,15 @@ listed here)."""
 ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "align": (
         "multimodal",
-        "a two-tower text-image model (AlignModel): its blocks are not built yet",
-    ),
-    "altclip": (
-        "multimodal",
-        "a two-tower text-image model (AltCLIPModel): its blocks are not built yet",
-    ),
-    "audio-spectrogram-transformer": (
-        "audio",
-        "an audio encoder (ASTForAudioClassification): its blocks are not built yet",
+        "AlignModel's vision tower is an EfficientNet (depthwise-separable convolutions, "
+        "squeeze-and-excitation, BatchNorm blocks), which has no blocks here yet; its "
+        "BERT text tower and temperature-scaled similarities would reuse the two-tower "
+        "model",
     ),
     "bart": (
         "seq2seq",
         "BartForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"
         "decoders are issue 13",
-    ),
-    "beit": (
-        "vision",
-        "a vision model (BeitForImageClassification): its blocks are not built yet",
     ),
     "big_bird": (
         "encoder",
@@ -36,76 +27,41 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "blip": (
         "multimodal",
-        "a two-tower text-image model (BlipModel): its blocks are not built yet",
+        "BlipModel, the zero-shot class, is deprecated by transformers and the Hub's BLIP"
+        " checkpoints are its captioning, VQA and image-text-matching heads; its ViT "
+        "packs q/k/v in one `qkv` and its text tower is a BERT whose layers carry cross-"
+        "attention: not built yet",
     ),
     "blip-2": (
         "multimodal",
-        "a two-tower text-image model (Blip2ForImageTextRetrieval): its blocks are not built yet",
-    ),
-    "camembert": (
-        "encoder",
-        "a text encoder (CamembertForMaskedLM): its blocks are not built yet",
-    ),
-    "chinese_clip": (
-        "multimodal",
-        "a two-tower text-image model (ChineseCLIPModel): its blocks are not built yet",
-    ),
-    "clip": (
-        "multimodal",
-        "a two-tower text-image model (CLIPModel, CLIPForImageClassification): its blocks"
-        " are not built yet",
+        "Blip2ForImageTextRetrieval needs the Q-Former: learned query tokens cross-"
+        "attending the ViT-g's image states every other layer, the text run through the "
+        "same Q-Former, and the similarity the maximum over the query embeddings: not "
+        "built yet",
     ),
     "clipseg": (
         "multimodal",
-        "a two-tower text-image model (CLIPSegModel): its blocks are not built yet",
+        "CLIPSegModel resizes its vision position grid (bicubic) to the processor's "
+        "352-pixel images by default (interpolate_pos_encoding=True, while "
+        "vision_config.image_size is 224), which the fixed-size CLIP vision tower does "
+        "not; the family's real head, CLIPSegForImageSegmentation (a FiLM-conditioned "
+        "decoder over extracted layers), is image segmentation: not built yet",
     ),
     "convbert": (
         "encoder",
-        "ConvBERT's mixed attention is not built: beside head_ratio-reduced attention heads, "
-        "span-based dynamic convolution heads generate a conv_kernel_size kernel per token "
-        "(conv_kernel_layer from a SeparableConv1D key) and apply it by unfolding the sequence, "
-        "and its feed-forward layers are grouped linears (num_groups)",
-    ),
-    "convnext": (
-        "vision",
-        "a vision model (ConvNextForImageClassification): its blocks are not built yet",
-    ),
-    "convnextv2": (
-        "vision",
-        "a vision model (ConvNextV2ForImageClassification): its blocks are not built yet",
+        "ConvBERT's mixed attention is not built: beside head_ratio-reduced attention "
+        "heads, span-based dynamic convolution heads generate a conv_kernel_size kernel "
+        "per token (conv_kernel_layer from a SeparableConv1D key) and apply it by "
+        "unfolding the sequence, and its feed-forward layers are grouped linears "
+        "(num_groups)",
     ),
     "cvt": (
         "vision",
         "a vision model (CvtForImageClassification): its blocks are not built yet",
     ),
-    "data2vec-audio": (
-        "audio",
-        "a speech encoder (Data2VecAudioForCTC, Data2VecAudioForSequenceClassification): "
-        "its blocks are not built yet",
-    ),
-    "data2vec-text": (
-        "encoder",
-        "a text encoder (Data2VecTextForMaskedLM): its blocks are not built yet",
-    ),
-    "data2vec-vision": (
-        "vision",
-        "a vision model (Data2VecVisionForImageClassification): its blocks are not built yet",
-    ),
-    "deit": (
-        "vision",
-        "a vision model (DeiTForImageClassification): its blocks are not built yet",
-    ),
     "dinat": (
         "vision",
         "a vision model (DinatForImageClassification): its blocks are not built yet",
-    ),
-    "dinov2": (
-        "vision",
-        "a vision model (Dinov2ForImageClassification): its blocks are not built yet",
-    ),
-    "dinov2_with_registers": (
-        "vision",
-        "a vision model (Dinov2WithRegistersForImageClassification): its blocks are not built yet",
     ),
     "donut-swin": (
         "vision",
@@ -114,14 +70,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "efficientnet": (
         "vision",
         "a vision model (EfficientNetForImageClassification): its blocks are not built yet",
-    ),
-    "electra": (
-        "encoder",
-        "a text encoder (ElectraForMaskedLM): its blocks are not built yet",
-    ),
-    "ernie": (
-        "encoder",
-        "a text encoder (ErnieForMaskedLM): its blocks are not built yet",
     ),
     "esm": (
         "encoder",
@@ -133,10 +81,11 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "fnet": (
         "encoder",
-        "FNet's token mixing is not built: each layer takes the real part of a 2-D Fourier "
-        "transform over sequence and hidden axes (torch.fft.fftn; ONNX DFT or cos/sin "
-        "matrices of the dynamic length), and it has no attention and ignores attention_mask, "
-        "so the encoder kernels and their fused-kernel checks do not apply",
+        "FNet's token mixing is not built: each layer takes the real part of a 2-D "
+        "Fourier transform over sequence and hidden axes (torch.fft.fftn; ONNX DFT or "
+        "cos/sin matrices of the dynamic length), and it has no attention and ignores "
+        "attention_mask, so the encoder kernels and their fused-kernel checks do not "
+        "apply",
     ),
     "focalnet": (
         "vision",
@@ -144,15 +93,17 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "funnel": (
         "encoder",
-        "Funnel Transformer's blocks are not built: the sequence is mean-pooled (stride 2) "
-        "between blocks (optionally keeping the CLS token apart, separate_cls, "
+        "Funnel Transformer's blocks are not built: the sequence is mean-pooled (stride "
+        "2) between blocks (optionally keeping the CLS token apart, separate_cls, "
         "truncate_seq), attention is relative with per-block sinusoidal position "
-        "encodings (factorized or relative_shift, plus token-type biases), and full-length "
-        "heads need its decoder that upsamples and adds the first block's output",
+        "encodings (factorized or relative_shift, plus token-type biases), and full-"
+        "length heads need its decoder that upsamples and adds the first block's output",
     ),
     "granite_speech5_ctc": (
         "audio",
-        "a speech encoder (GraniteSpeech5ForCTC): its blocks are not built yet",
+        "a mel-feature Conformer whose attention runs block-wise (context_size chunks) "
+        "with Shaw relative positions, and subsampling blocks between layers: not built "
+        "yet",
     ),
     "hgnet_v2": (
         "vision",
@@ -161,11 +112,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "hiera": (
         "vision",
         "a vision model (HieraForImageClassification): its blocks are not built yet",
-    ),
-    "hubert": (
-        "audio",
-        "a speech encoder (HubertForCTC, HubertForSequenceClassification): its blocks are"
-        " not built yet",
     ),
     "ibert": (
         "encoder",
@@ -181,7 +127,8 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "lasr_ctc": (
         "audio",
-        "a speech encoder (LasrForCTC): its blocks are not built yet",
+        "a mel-feature Conformer: dense and conv subsampling, rotary attention, a "
+        "convolution module and a Conv1d CTC head; not built yet",
     ),
     "layoutlm": (
         "encoder",
@@ -204,15 +151,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "MBartForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"
         "decoders are issue 13",
     ),
-    "megatron-bert": (
-        "encoder",
-        "a text encoder (MegatronBertForMaskedLM): its blocks are not built yet",
-    ),
-    "metaclip_2": (
-        "multimodal",
-        "a two-tower text-image model (MetaClip2Model, MetaClip2ForImageClassification): "
-        "its blocks are not built yet",
-    ),
     "mobilenet_v1": (
         "vision",
         "a vision model (MobileNetV1ForImageClassification): its blocks are not built yet",
@@ -232,9 +170,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "modernvbert": (
         "multimodal",
         "a vision-language masked LM: a SigLIP vision tower's patches, pixel-shuffled by "
-        "ModernVBertConnector, replace the image tokens in a ModernBERT text model, so it "
-        "needs an image input and a vision component the text-encoding task lacks (its text "
-        "model alone is `modernbert`, converted)",
+        "ModernVBertConnector, replace the image tokens in a ModernBERT text model, so it"
+        " needs an image input and a vision component the text-encoding task lacks (its "
+        "text model alone is `modernbert`, converted)",
     ),
     "mra": (
         "encoder",
@@ -255,11 +193,15 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "omniasr_ctc": (
         "audio",
-        "a speech encoder (OmniASRForCTC): its blocks are not built yet",
+        "wav2vec2's large layout (layer-norm convs, pre-norm layers) under other names "
+        "(model.audio_tower.subsampling, encode_positions), a nested audio_config and a "
+        "padding_mask input: the speech encoder is not yet mapped onto it",
     ),
     "parakeet_ctc": (
         "audio",
-        "a speech encoder (ParakeetForCTC): its blocks are not built yet",
+        "a FastConformer over mel features: Conv2d subsampling of the frames, "
+        "Transformer-XL relative attention, a convolution module and a Conv1d CTC head; "
+        "not built yet",
     ),
     "perceiver": (
         "encoder",
@@ -290,22 +232,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (RegNetForImageClassification): its blocks are not built yet",
     ),
-    "rembert": (
-        "encoder",
-        "a text encoder (RemBertForMaskedLM): its blocks are not built yet",
-    ),
-    "resnet": (
-        "vision",
-        "a vision model (ResNetForImageClassification): its blocks are not built yet",
-    ),
-    "roberta": (
-        "encoder",
-        "a text encoder (RobertaForMaskedLM): its blocks are not built yet",
-    ),
-    "roberta-prelayernorm": (
-        "encoder",
-        "a text encoder (RobertaPreLayerNormForMaskedLM): its blocks are not built yet",
-    ),
     "roc_bert": (
         "encoder",
         "a text encoder (RoCBertForMaskedLM): its blocks are not built yet",
@@ -314,40 +240,20 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (SegformerForImageClassification): its blocks are not built yet",
     ),
-    "sew": (
-        "audio",
-        "a speech encoder (SEWForCTC, SEWForSequenceClassification): its blocks are not built yet",
-    ),
     "sew-d": (
         "audio",
-        "a speech encoder (SEWDForCTC, SEWDForSequenceClassification): its blocks are not"
-        " built yet",
+        "SEW's squeeze and upsampling (converter/models/sew.py) around DeBERTa-v2 layers:"
+        " disentangled content-to-position and position-to-content attention over log-"
+        "bucketed relative positions and a convolution after the first layer are not "
+        "built yet",
     ),
     "shieldgemma2": (
         "vision",
         "a vision model (ShieldGemma2ForImageClassification): its blocks are not built yet",
     ),
-    "siglip": (
-        "multimodal",
-        "a two-tower text-image model (SiglipModel, SiglipForImageClassification): its "
-        "blocks are not built yet",
-    ),
-    "siglip2": (
-        "multimodal",
-        "a two-tower text-image model (Siglip2Model, Siglip2ForImageClassification): its "
-        "blocks are not built yet",
-    ),
     "swiftformer": (
         "vision",
         "a vision model (SwiftFormerForImageClassification): its blocks are not built yet",
-    ),
-    "swin": (
-        "vision",
-        "a vision model (SwinForImageClassification): its blocks are not built yet",
-    ),
-    "swinv2": (
-        "vision",
-        "a vision model (Swinv2ForImageClassification): its blocks are not built yet",
     ),
     "tapas": (
         "encoder",
@@ -369,63 +275,24 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (UltraVBertForMaskedLM): its blocks are not built yet",
     ),
-    "unispeech": (
-        "audio",
-        "a speech encoder (UniSpeechForCTC, UniSpeechForSequenceClassification): its "
-        "blocks are not built yet",
-    ),
-    "unispeech-sat": (
-        "audio",
-        "a speech encoder (UniSpeechSatForCTC, UniSpeechSatForSequenceClassification): "
-        "its blocks are not built yet",
-    ),
     "videoprism": (
         "multimodal",
         "a two-tower text-image model (VideoPrismClipModel): its blocks are not built yet",
-    ),
-    "vit": (
-        "vision",
-        "a vision model (ViTForImageClassification): its blocks are not built yet",
     ),
     "vit_msn": (
         "vision",
         "a vision model (ViTMSNForImageClassification): its blocks are not built yet",
     ),
-    "wav2vec2": (
-        "audio",
-        "a speech encoder (Wav2Vec2ForCTC, Wav2Vec2ForSequenceClassification): its blocks"
-        " are not built yet",
-    ),
     "wav2vec2-bert": (
         "audio",
-        "a speech encoder (Wav2Vec2BertForCTC, Wav2Vec2BertForSequenceClassification): "
-        "its blocks are not built yet",
-    ),
-    "wav2vec2-conformer": (
-        "audio",
-        "a speech encoder (Wav2Vec2ConformerForCTC, "
-        "Wav2Vec2ConformerForSequenceClassification): its blocks are not built yet",
-    ),
-    "wavlm": (
-        "audio",
-        "a speech encoder (WavLMForCTC, WavLMForSequenceClassification): its blocks are "
-        "not built yet",
+        "Conformer layers over stacked mel features (input_features [batch, frames, 160])"
+        " with Shaw relative-key distance embeddings, a causal depthwise convolution over"
+        " masked frames, and the convolutional adapter its CTC fine-tunes use "
+        "(add_adapter): none is built yet",
     ),
     "whisper": (
         "speech",
         "WhisperForAudioClassification is the encoder of an encoder-decoder speech model: issue 13",
-    ),
-    "xlm-roberta": (
-        "encoder",
-        "a text encoder (XLMRobertaForMaskedLM): its blocks are not built yet",
-    ),
-    "xlm-roberta-xl": (
-        "encoder",
-        "a text encoder (XLMRobertaXLForMaskedLM): its blocks are not built yet",
-    ),
-    "xmod": (
-        "encoder",
-        "a text encoder (XmodForMaskedLM): its blocks are not built yet",
     ),
     "yoso": (
         "encoder",

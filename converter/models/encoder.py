@@ -120,6 +120,12 @@ def position_ids(op, cfg: EncoderConfig, input_ids):
 
 
 class BertEmbeddings(nn.Module):
+    """Tokens + token types + positions, then LayerNorm (`normed`; pre-norm families such as
+    Megatron-BERT and XLM-RoBERTa-XL have none). `token_sum` is what is added before the
+    positions, for families that add more (ERNIE's task types)."""
+
+    normed = True
+
     def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
         super().__init__()
         size = cfg.embedding_size
@@ -127,24 +133,25 @@ class BertEmbeddings(nn.Module):
         self.position_embeddings = Table(cfg.max_position_embeddings, size, dtype)
         types = cfg.type_vocab_size
         self.token_type_embeddings = Table(types, size, dtype) if types else None
-        self.LayerNorm = LayerNorm(size, cfg.norm_eps, dtype)
+        self.LayerNorm = LayerNorm(size, cfg.norm_eps, dtype) if self.normed else None
         self.cfg = cfg
 
     def expected_fusions(self, plan) -> dict[str, int]:
         # the norm reads (tokens + types) + positions
-        return {"skip_norms": 1 if plan.has(SKIP_NORM) else 0}
+        return {"skip_norms": 1 if plan.has(SKIP_NORM) and self.normed else 0}
+
+    def token_sum(self, op, inputs: TextInputs):
+        x = self.word_embeddings(op, inputs.input_ids)
+        if self.token_type_embeddings is None:
+            return x
+        # without the input every token is type 0: the row, broadcast
+        types = 0 if inputs.token_type_ids is None else inputs.token_type_ids
+        return op.Add(x, self.token_type_embeddings(op, types))
 
     def forward(self, op, inputs: TextInputs):
-        x = self.word_embeddings(op, inputs.input_ids)
-        if self.token_type_embeddings is not None:
-            if inputs.token_type_ids is None:
-                types = op.Gather(self.token_type_embeddings.weight, 0, axis=0)
-            else:
-                types = self.token_type_embeddings(op, inputs.token_type_ids)
-            x = op.Add(x, types)
         positions = position_ids(op, self.cfg, inputs.input_ids)
-        x = op.Add(x, self.position_embeddings(op, positions))
-        return self.LayerNorm(op, x)
+        x = op.Add(self.token_sum(op, inputs), self.position_embeddings(op, positions))
+        return x if self.LayerNorm is None else self.LayerNorm(op, x)
 
 
 class Pooler(nn.Module):
@@ -155,12 +162,18 @@ class Pooler(nn.Module):
         self.dense = Linear(cfg.hidden_size, cfg.hidden_size, True, dtype)
 
     def forward(self, op, hidden):
-        first = op.Squeeze(op.Slice(hidden, [0], [1], [1]), [1])
-        return op.Tanh(self.dense(op, first))
+        return op.Tanh(self.dense(op, first_token(op, hidden)))
+
+
+def first_token(op, hidden):
+    """hidden[:, 0]: the [CLS] / <s> token that poolers and sentence heads read."""
+    return op.Squeeze(op.Slice(hidden, [0], [1], [1]), [1])
 
 
 class BertBody(nn.Module):
-    """BertModel: embeddings, encoder and (`pooled`) the pooler."""
+    """BertModel: embeddings, encoder and (`pooled`) the pooler. A family that puts something
+    between the embeddings and the layers (ELECTRA's projection) overrides `embed`; one that
+    adds after them (a final norm) overrides `hidden_states`."""
 
     embeddings_cls = BertEmbeddings
     encoder_cls = BertEncoder
@@ -172,9 +185,15 @@ class BertBody(nn.Module):
         self.pooler = Pooler(cfg, dtype) if pooled else None
         self.ep, self.dtype = ep, dtype
 
-    def forward(self, op, inputs: TextInputs):
+    def embed(self, op, inputs: TextInputs):
+        return self.embeddings(op, inputs)
+
+    def hidden_states(self, op, inputs: TextInputs):
         kernel = encoder_attention(op, self.ep, inputs.attention_mask, self.dtype)
-        hidden = self.encoder(op, self.embeddings(op, inputs), kernel)
+        return self.encoder(op, self.embed(op, inputs), kernel)
+
+    def forward(self, op, inputs: TextInputs):
+        hidden = self.hidden_states(op, inputs)
         pooled = None if self.pooler is None else self.pooler(op, hidden)
         return hidden, pooled
 

@@ -1,7 +1,8 @@
 """Every encoder family against transformers on the same random weights (f32), on the portable
 `default` graph and the `cpu` graph with onnxruntime's fused encoder kernels, for each head the
 case names: a batch of two whose second row is padded, every output compared on the positions
-the mask keeps."""
+the mask keeps. Every component of the package is checked (a two-tower model's combined,
+text and vision graphs)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,16 @@ import onnxruntime as ort
 import pytest
 
 from converter import build
-from converter.execution_providers import ENCODER_MHA
+from converter.config.two_tower import TwoTowerConfig
+from converter.execution_providers import ENCODER_MHA, execution_provider
+from converter.lowering import Plan, expected_fusions
 from tests.parity.encoder_cases import CASES
-from tests.parity.encoder_reference import INPUTS, TEXT_MASK, make_encoder, reference_outputs
+from tests.parity.encoder_reference import (
+    INPUTS,
+    kept_positions,
+    make_encoder,
+    reference_outputs,
+)
 
 TOLERANCE = 1e-4
 PARAMS = [(case, head) for case in sorted(CASES) for head in CASES[case].heads]
@@ -31,39 +39,57 @@ def converted(request, tmp_path_factory):
     return case, reference, packages, folder
 
 
-def _masked(array: np.ndarray) -> np.ndarray:
-    """Zero the padded positions of outputs that have a sequence axis."""
-    if array.ndim >= 2 and array.shape[:2] == TEXT_MASK.shape:
-        mask = TEXT_MASK.reshape(*TEXT_MASK.shape, *([1] * (array.ndim - 2)))
-        return array * mask
+def _masked(array: np.ndarray, kept: np.ndarray | None) -> np.ndarray:
+    """Zero the padded positions of outputs that have a sequence (or frame) axis."""
+    if kept is not None and array.ndim >= 2 and array.shape[:2] == kept.shape:
+        return array * kept.reshape(*kept.shape, *([1] * (array.ndim - 2)))
     return array
 
 
 @pytest.mark.parametrize("ep", ["default", "cpu"])
 def test_outputs_match_transformers(converted, ep):
     case, reference, packages, folder = converted
-    session = ort.InferenceSession(folder / ep / packages[ep].components[0].filename)
-    feeds = INPUTS[case.inputs](case.config)
-    feeds = {i.name: feeds[i.name] for i in session.get_inputs()}
-    expected = reference_outputs(reference, feeds)
-    names = [o.name for o in session.get_outputs()]
+    inputs = INPUTS[case.inputs](case.config)
     diffs = {}
-    for name, actual in zip(names, session.run(None, feeds), strict=True):
-        want = getattr(expected, name).numpy()
-        assert actual.shape == want.shape, name
-        diffs[name] = float(np.abs(_masked(actual) - _masked(want)).max())
+    for component in packages[ep].components:
+        session = ort.InferenceSession(folder / ep / component.filename)
+        feeds = {i.name: inputs[i.name] for i in session.get_inputs()}
+        expected = reference_outputs(reference, feeds, component.role)
+        kept = kept_positions(reference, case.inputs, feeds)
+        names = [o.name for o in session.get_outputs()]
+        for name, actual in zip(names, session.run(None, feeds), strict=True):
+            want = getattr(expected, name).numpy()
+            assert actual.shape == want.shape, (component.filename, name)
+            diff = float(np.abs(_masked(actual, kept) - _masked(want, kept)).max())
+            diffs[f"{component.filename}:{name}"] = diff
     print(ep, diffs)
     assert max(diffs.values()) <= TOLERANCE, diffs
 
 
+def _attention_layers(config, component) -> int:
+    """The attention layers of a component's graph: what its modules declare for the cpu graph,
+    or a two-tower model's towers' (SigLIP's vision tower pools with one more, its
+    attention-pooling head)."""
+    if not isinstance(config, TwoTowerConfig):
+        plan = Plan(execution_provider("cpu", "f32"))
+        return expected_fusions(component.module, plan)[ENCODER_MHA]
+    text = config.text.num_hidden_layers
+    vision = config.vision.num_hidden_layers + int(config.vision.use_head)
+    return {"text": text, "vision": vision, "text-image": text + vision}[component.role]
+
+
 def test_cpu_graph_runs_the_fused_kernels(converted):
-    """Every layer's attention in com.microsoft.MultiHeadAttention and its norms fused with
-    their residual adds, unless the package says why not."""
+    """Every attention the model declares in com.microsoft.MultiHeadAttention (none of the
+    standard Attention op) and its norms fused with their residual adds, unless the package says
+    why not. Convolutional families declare no attention."""
     package = converted[2]["cpu"]
-    ops = [n.op_type for n in package.components[0].model.graph]
     fallbacks = [f for f in package.lowering.fallbacks if ENCODER_MHA in f]
-    layers = package.config.num_hidden_layers
-    assert ops.count("MultiHeadAttention") == (0 if fallbacks else layers)
-    assert "Attention" not in ops or fallbacks
-    skips = ops.count("SkipLayerNormalization") + ops.count("SkipSimplifiedLayerNormalization")
-    assert skips == package.lowering.fusions.get("skip_norms")
+    fused_norms = 0
+    for component in package.components:
+        ops = [n.op_type for n in component.model.graph]
+        layers = _attention_layers(package.config, component)
+        assert ops.count("MultiHeadAttention") == (0 if fallbacks else layers), component.role
+        assert "Attention" not in ops or fallbacks
+        fused_norms += ops.count("SkipLayerNormalization")
+        fused_norms += ops.count("SkipSimplifiedLayerNormalization")
+    assert fused_norms == package.lowering.fusions.get("skip_norms")
