@@ -78,16 +78,15 @@ class AlbertTransformer(nn.Module):
 
     def expected_fusions(self, plan) -> dict[str, int]:
         # declared per run here: the shared layer modules each appear once in the tree (their
-        # Linears declare one int4 MatMul each; a group run n times adds n - 1 per Linear)
+        # Linears declare one quantized MatMul each; a group run n times adds n - 1 per Linear)
         reruns = 0
-        if plan.int4 is not None:
-            for index, group in enumerate(self.albert_layer_groups):
-                linears = sum(isinstance(m, Linear) for m in group.modules())
-                reruns += (self.schedule.count(index) - 1) * linears
+        for index, group in enumerate(self.albert_layer_groups):
+            linears = sum(isinstance(m, Linear) for m in group.modules())
+            reruns += (self.schedule.count(index) - 1) * linears
         return {
             "skip_norms": 2 * self.runs if plan.has(SKIP_NORM) else 0,
             ENCODER_MHA: self.runs if plan.has(ENCODER_MHA) else 0,
-            "int4_matmuls": reruns,
+            **plan.quantized_matmuls(reruns),
         }
 
     def forward(self, op, x, kernel):
@@ -123,7 +122,7 @@ class AlbertMLMHead(nn.Module):
         width = cfg.embedding_size
         self.dense = Linear(cfg.hidden_size, width, True, dtype)
         self.LayerNorm = LayerNorm(width, cfg.norm_eps, dtype)
-        self.decoder = None if tied else Linear(width, cfg.vocab_size, True, dtype)
+        self.decoder = None if tied else Linear(width, cfg.vocab_size, True, dtype, head=True)
         self.bias = nn.Parameter([cfg.vocab_size], dtype) if tied else None
         self.act = cfg.activation
 

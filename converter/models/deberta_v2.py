@@ -111,8 +111,11 @@ def _heads_first(op, x, heads: int):
 
 
 def _rows_by_head(op, rows, heads: int):
-    """Projected relative rows [2 * span, hidden] -> [heads, head_dim, 2 * span]."""
-    return op.Transpose(op.Reshape(rows, [0, heads, -1]), perm=[1, 2, 0])
+    """Projected relative rows [2 * span, hidden] -> [1, heads, head_dim, 2 * span]. Rank 4, as
+    the queries: onnxruntime 1.32's NchwcTransformer crashes (SIGSEGV at session creation) on
+    an f16 MatMul of rank-4 queries by these rank-3 rows."""
+    per_head = op.Reshape(op.Unsqueeze(rows, [0]), [0, 0, heads, -1])
+    return op.Transpose(per_head, perm=[0, 2, 3, 1])
 
 
 def _take(op, scores, index):
@@ -148,6 +151,13 @@ class DisentangledSelfAttention(nn.Module):
         self.pos_query_proj = Linear(size, size, True, dtype) if own and s.p2c else None
         self.s, self.heads = s, cfg.num_attention_heads
         self.divisor = float(np.sqrt(np.float32(cfg.head_dim * s.scale_factor)))
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        # shared keys: the key / query projections also project the relative rows
+        reuses = (
+            int(self.s.c2p) + int(self.s.p2c) if self.s.relative and self.s.share_att_key else 0
+        )
+        return plan.quantized_matmuls(reuses) if reuses else {}
 
     def forward(self, op, x, kernel, rel: RelativePositions | None):
         q, k, v = self.query_proj(op, x), self.key_proj(op, x), self.value_proj(op, x)

@@ -109,7 +109,7 @@ class DistilBertModel(BertEncoderModel):
             if cfg.extra["tied"]:  # the word table, and a bias of its own
                 self.vocab_projector = Bias(cfg.vocab_size, dtype)
             else:
-                self.vocab_projector = Linear(size, cfg.vocab_size, True, dtype)
+                self.vocab_projector = Linear(size, cfg.vocab_size, True, dtype, head=True)
             return
         if task == "text-classification":
             self.pre_classifier = Linear(size, size, True, dtype)

@@ -163,7 +163,7 @@ class EuroBertModel(BertEncoderModel):
             if cfg.tied:  # the token table, and a bias of its own under mlp_bias
                 self.lm_head = Bias(cfg.vocab_size, dtype) if cfg.mlp_bias else None
             else:
-                self.lm_head = Linear(size, cfg.vocab_size, cfg.mlp_bias, dtype)
+                self.lm_head = Linear(size, cfg.vocab_size, cfg.mlp_bias, dtype, head=True)
             return
         if task == "text-classification":
             self.dense = Linear(size, size, True, dtype)

@@ -62,9 +62,8 @@ class GteLMHead(nn.Module):
         self.dense = Linear(size, size, True, dtype)
         self.norm = LayerNorm(size, cfg.norm_eps, dtype)
         # tied: the word table, and the decoder's own bias
-        self.decoder = (
-            Bias(cfg.vocab_size, dtype) if cfg.tied else Linear(size, cfg.vocab_size, True, dtype)
-        )
+        untied = Linear(size, cfg.vocab_size, True, dtype, head=True)
+        self.decoder = Bias(cfg.vocab_size, dtype) if cfg.tied else untied
         self.tied = cfg.tied
 
     def forward(self, op, hidden, table):

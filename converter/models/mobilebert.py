@@ -280,11 +280,16 @@ class Body(nn.Module):
 
 
 class Projection(nn.Module):
-    """x times `weight` [in, out] as stored (no transpose)."""
+    """x times `weight` [in, out] as stored (no transpose): part of the LM head, so float under
+    int8 and int4 only with --int4-lm-head."""
 
     def __init__(self, rows: int, columns: int, dtype: ir.DataType):
         super().__init__()
         self.weight = nn.Parameter([rows, columns], dtype)
+        self.head = True
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        return plan.quantized_matmuls(head=True)
 
     def forward(self, op, x):
         return op.MatMul(x, self.weight)
@@ -301,7 +306,7 @@ class LMPrediction(nn.Module):
         square = dataclasses.replace(cfg, embedding_size=cfg.hidden_size)
         self.transform = PredictionTransform(square, dtype)
         self.dense = Projection(cfg.hidden_size - width, cfg.vocab_size, dtype)
-        self.decoder = None if tied else Linear(width, cfg.vocab_size, True, dtype)
+        self.decoder = None if tied else Linear(width, cfg.vocab_size, True, dtype, head=True)
         self.bias = nn.Parameter([cfg.vocab_size], dtype) if tied else None
         self.width = width
 

@@ -163,7 +163,8 @@ class ModernBertModel(BertEncoderModel):
         if task == "fill-mask":
             self.tied = cfg.tie_word_embeddings
             if not self.tied:
-                self.decoder = Linear(cfg.hidden_size, cfg.vocab_size, cfg.decoder_bias, dtype)
+                size, vocab = cfg.hidden_size, cfg.vocab_size
+                self.decoder = Linear(size, vocab, cfg.decoder_bias, dtype, head=True)
             else:  # the token table, and its own bias (decoder_bias)
                 self.decoder = Bias(cfg.vocab_size, dtype) if cfg.decoder_bias else None
             return

@@ -166,7 +166,7 @@ class MPNetLMHead(nn.Module):
         size = cfg.hidden_size
         self.dense = Linear(size, size, True, dtype)
         self.layer_norm = LayerNorm(size, cfg.norm_eps, dtype)
-        self.decoder = None if tied else Linear(size, cfg.vocab_size, True, dtype)
+        self.decoder = None if tied else Linear(size, cfg.vocab_size, True, dtype, head=True)
         self.bias = nn.Parameter([cfg.vocab_size], dtype) if tied else None
 
     def forward(self, op, hidden, table):

@@ -68,7 +68,9 @@ class Predictions(nn.Module):
         super().__init__()
         self.transform = PredictionTransform(cfg, dtype)
         tied = cfg.tied
-        self.decoder = None if tied else Linear(cfg.hidden_size, cfg.vocab_size, True, dtype)
+        self.decoder = (
+            None if tied else Linear(cfg.hidden_size, cfg.vocab_size, True, dtype, head=True)
+        )
         self.bias = nn.Parameter([cfg.vocab_size], dtype) if tied else None
 
     def forward(self, op, hidden, table):

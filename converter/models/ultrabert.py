@@ -73,7 +73,8 @@ class UltrabertModel(EuroBertModel):
         if task == "fill-mask":
             self.head = PredictionHead(cfg, dtype)
             # the decoder: the token table when tied
-            self.cls = None if cfg.tied else Linear(cfg.hidden_size, cfg.vocab_size, False, dtype)
+            size, vocab = cfg.hidden_size, cfg.vocab_size
+            self.cls = None if cfg.tied else Linear(size, vocab, False, dtype, head=True)
         elif task == "question-answering":
             self.qa_outputs = Linear(cfg.hidden_size, 2, True, dtype)
         elif task != "feature-extraction":

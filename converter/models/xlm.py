@@ -94,7 +94,8 @@ class PredLayer(nn.Module):
         super().__init__()
         self.tied = cfg.extra["tied"]
         size = cfg.vocab_size
-        self.proj = Bias(size, dtype) if self.tied else Linear(cfg.hidden_size, size, True, dtype)
+        untied = Linear(cfg.hidden_size, size, True, dtype, head=True)
+        self.proj = Bias(size, dtype) if self.tied else untied
 
     def forward(self, op, hidden, table):
         if not self.tied:
