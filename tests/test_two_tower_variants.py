@@ -1,6 +1,7 @@
-"""Two-tower packages in the other dtypes: f16 graphs (float32 pixel values in, cast inside)
-near transformers, int4 and int8 packages that build and run (SigLIP's modules named `head`
-are not LM heads to keep float); and `mobius validate` on two-tower packages."""
+"""Two-tower packages in the other dtypes: f16 graphs (float32 pixel values in and outputs
+out, cast inside) near transformers, int4 and int8 packages that build and run (SigLIP's
+modules named `head` are not LM heads to keep float); `mobius validate` on two-tower
+packages."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def test_every_graph_runs(siglip2, ep, dtype):
         expected = reference_outputs(reference, feeds, component.role)
         names = [o.name for o in session.get_outputs()]
         for name, actual in zip(names, session.run(None, feeds), strict=True):
+            assert actual.dtype == np.float32, (component.filename, name)  # whatever the dtype
             assert np.isfinite(actual).all(), (component.filename, name)
             if dtype == "f16" and name.endswith(("embeds", "pooler_output")):
                 want = getattr(expected, name).numpy()

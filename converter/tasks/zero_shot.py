@@ -14,11 +14,16 @@ graphs, so both runtimes that use such models find theirs:
                           CLIPVisionModelWithProjection, SiglipTextModel and SiglipVisionModel
                           (and its image-feature-extraction pipeline) load.
 
-pixel_values are float32 [image_batch_size, channels, image_size, image_size] whatever the
-graph's dtype (what image processors give; the graph casts them). SigLIP 2's variable patch
-grids (NaFlex) read the processor's patches instead: pixel_values [image_batch_size,
-num_patches, channels * patch_size²], pixel_attention_mask (int32) [image_batch_size,
-num_patches] and spatial_shapes (int64) [image_batch_size, 2] (rows and columns of patches).
+pixel_values are float32 [image_batch_size, channels, image_size, image_size] and every output
+float32, whatever the graph's dtype (what image processors give and what Transformers.js'
+pipelines compute on: under Node, a float16 tensor's data are its raw 16-bit words); the graph
+casts at its edges, as the fp16 exports Transformers.js ships do (keep_io_types). SigLIP 2's
+variable patch grids (NaFlex) read the processor's patches instead: pixel_values
+[image_batch_size, num_patches, channels * patch_size²], pixel_attention_mask (int32)
+[image_batch_size, num_patches] and spatial_shapes (int64) [image_batch_size, 2] (rows and
+columns of patches). Every family's text graphs read attention_mask, SigLIP's too: transformers
+masks its text when given one (its pipeline pads to max_length and passes it), where Optimum's
+SigLIP export reads input_ids alone.
 The model returns {output name: (value, symbolic dims)} for each part; the task names the
 graph inputs.
 """
@@ -34,6 +39,7 @@ from converter.tasks.base import Component, as_model, new_graph, set_output
 from converter.tasks.encoding import SEQUENCE, TextInputs
 
 ZERO_SHOT = "zero-shot-image-classification"
+FLOAT = ir.DataType.FLOAT
 TEXT_BATCH, IMAGE_BATCH, PATCHES = "text_batch_size", "image_batch_size", "num_patches"
 # each part of the model: its role and file
 PARTS = {
@@ -69,14 +75,16 @@ class ZeroShotImageTask:
             image = image_inputs(builder, cfg.vision, dtype)
         outputs = module(builder.op, text, image)
         for name, (value, dims) in outputs.items():
-            set_output(builder, value, name, dims, dtype)
+            if dtype != FLOAT:
+                value = builder.op.Cast(value, to=FLOAT)
+            set_output(builder, value, name, dims, FLOAT)
         role, filename = PARTS[part]
         return Component(role, filename, as_model(graph), module, {})
 
 
 def image_inputs(builder, vision, dtype: ir.DataType) -> ImageInputs:
     """The image inputs of a vision tower's config, pixel values cast to `dtype`."""
-    f32, op = ir.DataType.FLOAT, builder.op
+    f32, op = FLOAT, builder.op
     if vision.num_patches is None:
         side = vision.image_size
         pixels = builder.input("pixel_values", f32, [IMAGE_BATCH, vision.num_channels, side, side])
@@ -89,4 +97,5 @@ def image_inputs(builder, vision, dtype: ir.DataType) -> ImageInputs:
 
 
 def _cast(op, value: ir.Value, dtype: ir.DataType) -> ir.Value:
-    return value if dtype == ir.DataType.FLOAT else op.Cast(value, to=dtype)
+    """A float32 input in the graph's float type."""
+    return value if dtype == FLOAT else op.Cast(value, to=dtype)

@@ -11,7 +11,6 @@ import onnxruntime as ort
 import pytest
 
 from converter import build
-from converter.config.two_tower import TwoTowerConfig
 from converter.execution_providers import ENCODER_MHA, execution_provider
 from converter.lowering import Plan, expected_fusions
 from tests.parity.encoder_cases import CASES
@@ -66,29 +65,18 @@ def test_outputs_match_transformers(converted, ep):
     assert max(diffs.values()) <= TOLERANCE, diffs
 
 
-def _attention_layers(config, component) -> int:
-    """The attention layers of a component's graph: what its modules declare for the cpu graph,
-    or a two-tower model's towers' (SigLIP's vision tower pools with one more, its
-    attention-pooling head)."""
-    if not isinstance(config, TwoTowerConfig):
-        plan = Plan(execution_provider("cpu", "f32"))
-        return expected_fusions(component.module, plan)[ENCODER_MHA]
-    text = config.text.num_hidden_layers
-    vision = config.vision.num_hidden_layers + int(config.vision.use_head)
-    return {"text": text, "vision": vision, "text-image": text + vision}[component.role]
-
-
 def test_cpu_graph_runs_the_fused_kernels(converted):
-    """Every attention the model declares in com.microsoft.MultiHeadAttention (none of the
-    standard Attention op) and its norms fused with their residual adds, unless the package says
-    why not. Convolutional families declare no attention."""
+    """Every attention each graph's model declares in com.microsoft.MultiHeadAttention (none of
+    the standard Attention op) and its norms fused with their residual adds, unless the package
+    says why not."""
     package = converted[2]["cpu"]
     fallbacks = [f for f in package.lowering.fallbacks if ENCODER_MHA in f]
+    plan = Plan(execution_provider("cpu", "f32"))
     fused_norms = 0
     for component in package.components:
         ops = [n.op_type for n in component.model.graph]
-        layers = _attention_layers(package.config, component)
-        assert ops.count("MultiHeadAttention") == (0 if fallbacks else layers), component.role
+        declared = expected_fusions(component.module, plan)[ENCODER_MHA]
+        assert ops.count("MultiHeadAttention") == (0 if fallbacks else declared), component.role
         assert "Attention" not in ops or fallbacks
         fused_norms += ops.count("SkipLayerNormalization")
         fused_norms += ops.count("SkipSimplifiedLayerNormalization")
