@@ -51,3 +51,15 @@ def test_weights_above_the_cap_go_to_the_data_file_the_libraries_fetch(
     feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
     hidden = ort.InferenceSession(out / "onnx" / "model.onnx").run(None, feeds)[0]
     assert hidden.shape == (1, 3, 32)
+
+
+def test_int4_lm_head_flag_builds_an_encoder_on_cpu(checkpoint, tmp_path):
+    """The flag quantizes decoders' token tables; an encoder keeps its table float."""
+    package = build(str(checkpoint), ep="cpu", dtype="int4", int4_lm_head=True, progress=False)
+    out = package.save(tmp_path, progress=False)
+    ops = {n.op_type for n in package.components[0].model.graph}
+    assert "MatMulNBits" in ops and "GatherBlockQuantized" not in ops
+    ids = np.array([[2, 5, 7]])
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
+    session = ort.InferenceSession(out / "onnx" / "model_q4.onnx")
+    assert session.run(None, feeds)[0].shape == (1, 3, 32)

@@ -140,7 +140,8 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
         report.fusions["int4_expert_stacks"] = quantize_dense_experts(
             model, stacks, int4, float_type
         )
-        if int4.lm_head and ep.has(GATHER_Q4):
+        # (decoders: their token table; encoders keep theirs float)
+        if int4.lm_head and ep.has(GATHER_Q4) and hasattr(module, "embedding_table"):
             table = module.embedding_table().name
             report.fusions["int4_embeddings"] = quantize_embedding(
                 model, table, int4, float_type, quantizers
