@@ -63,3 +63,14 @@ def test_int4_lm_head_flag_builds_an_encoder_on_cpu(checkpoint, tmp_path):
     feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
     session = ort.InferenceSession(out / "onnx" / "model_q4.onnx")
     assert session.run(None, feeds)[0].shape == (1, 3, 32)
+
+
+def test_half_precision_graphs_give_float32_outputs(checkpoint, tmp_path):
+    """As the fp16 exports Transformers.js ships: its pipelines read a float16 output's raw
+    16-bit words under Node."""
+    out = build(str(checkpoint), dtype="f16", progress=False).save(tmp_path, progress=False)
+    session = ort.InferenceSession(out / "onnx" / "model_fp16.onnx")
+    assert {o.type for o in session.get_outputs()} == {"tensor(float)"}
+    ids = np.array([[2, 5, 7]])
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
+    assert session.run(None, feeds)[0].dtype == np.float32

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import onnx_ir as ir
 from onnxscript import GraphBuilder
 
-from converter.tasks.base import Component, as_model, new_graph, set_output
+from converter.tasks.base import Component, as_model, new_graph, set_float32_output
 from converter.tasks.encoding import BATCH, ENCODER_FILE, SEQUENCE
 
 FRAMES = "frames"
@@ -53,5 +53,5 @@ class AudioEncodingTask:
             mask = builder.input("attention_mask", ir.DataType.INT64, [BATCH, SEQUENCE])
         outputs = model(builder.op, AudioInputs(input_values, mask))
         for name, (value, dims) in outputs.items():
-            set_output(builder, value, name, dims, dtype)
+            set_float32_output(builder, value, name, dims, dtype)
         return [Component("encoder", ENCODER_FILE, as_model(graph), model, {})]

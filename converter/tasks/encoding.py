@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import onnx_ir as ir
 from onnxscript import GraphBuilder
 
-from converter.tasks.base import Component, as_model, new_graph, set_output
+from converter.tasks.base import Component, as_model, new_graph, set_float32_output
 
 ENCODER_FILE = "onnx/model.onnx"
 BATCH, SEQUENCE = "batch_size", "sequence_length"
@@ -60,5 +60,5 @@ class TextEncodingTask:
         }
         outputs = model(builder.op, TextInputs(input_ids, attention_mask, token_types, extra))
         for name, (value, dims) in outputs.items():
-            set_output(builder, value, name, dims, dtype)
+            set_float32_output(builder, value, name, dims, dtype)
         return [Component("encoder", ENCODER_FILE, as_model(graph), model, {})]

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import onnx_ir as ir
 from onnxscript import GraphBuilder
 
-from converter.tasks.base import Component, as_model, new_graph, set_output
+from converter.tasks.base import Component, as_model, new_graph, set_float32_output
 from converter.tasks.encoding import SEQUENCE, TextInputs
 
 ZERO_SHOT = "zero-shot-image-classification"
@@ -75,9 +75,7 @@ class ZeroShotImageTask:
             image = image_inputs(builder, cfg.vision, dtype)
         outputs = module(builder.op, text, image)
         for name, (value, dims) in outputs.items():
-            if dtype != FLOAT:
-                value = builder.op.Cast(value, to=FLOAT)
-            set_output(builder, value, name, dims, FLOAT)
+            set_float32_output(builder, value, name, dims, dtype)
         role, filename = PARTS[part]
         return Component(role, filename, as_model(graph), module, {})
 
