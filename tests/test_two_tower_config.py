@@ -67,6 +67,10 @@ def test_the_two_tower_classes_are_zero_shot_image_classification():
     clip = family_for("clip")
     assert task_of({"architectures": ["CLIPModel"]}, clip, None) == "zero-shot-image-classification"
     assert task_of({}, clip, None) == "zero-shot-image-classification"
+    head = {"architectures": ["CLIPForImageClassification"]}
+    assert task_of(head, clip, None) == "image-classification"
+    with pytest.raises(ConfigError, match=r"Siglip2ForImageClassification.* is a head mobius"):
+        task_of({"architectures": ["Siglip2ForImageClassification"]}, family_for("siglip2"), None)
     with pytest.raises(ConfigError, match=r"CLIPTextModelWithProjection.* is a head mobius"):
         task_of({"architectures": ["CLIPTextModelWithProjection"]}, clip, None)
     bert = family_for("bert")

@@ -53,11 +53,15 @@ def test_every_graph_runs(siglip2, ep, dtype):
 
 
 @pytest.mark.parametrize(
-    ("case_id", "ep", "dtype"), [("clip", "cpu", "f16"), ("siglip2", "cpu", "f32")]
+    ("case_id", "head", "ep", "dtype"),
+    [
+        ("clip", "CLIPModel", "cpu", "f16"),
+        ("siglip2", "Siglip2Model", "cpu", "f32"),
+        ("siglip", "SiglipForImageClassification", "cpu", "f16"),
+    ],
 )
-def test_validate_passes_against_transformers(tmp_path, case_id, ep, dtype):
-    case = CASES[case_id]
-    make_encoder(case_id, case, case.heads[0], tmp_path / "hf")
+def test_validate_passes_against_transformers(tmp_path, case_id, head, ep, dtype):
+    make_encoder(case_id, CASES[case_id], head, tmp_path / "hf")
     package = build(str(tmp_path / "hf"), ep=ep, dtype=dtype, progress=False)
     report = validate(package.save(tmp_path / "package", progress=False))
     assert report.status == "passed", report.failures

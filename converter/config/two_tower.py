@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from converter.config.encoder import EncoderConfig, EncoderRules
+from converter.config.encoder import EncoderConfig, EncoderRules, _num_labels
 from converter.config.reader import MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, ConfigReader
 from converter.errors import ConfigError
 
@@ -56,11 +56,16 @@ class TwoTowerConfig:
     text: TextTower | EncoderConfig
     vision: VisionTower
     projection_dim: int | None  # None: no projections (SigLIP's towers pool to the shared width)
+    num_labels: int  # rows of an image-classification head (len(id2label))
     extra: Mapping[str, Any]
 
     @property
     def vocab_size(self) -> int:
         return self.text.vocab_size
+
+    @property
+    def num_channels(self) -> int:
+        return self.vision.num_channels
 
 
 class TwoTowerRules:
@@ -99,7 +104,8 @@ class TwoTowerRules:
                 f"vision tower's 'hidden_size' = {vision.hidden_size}: the embeddings must share "
                 "one width"
             )
-        return TwoTowerConfig(r.model_type, text, vision, projection, self.read_extra(r))
+        labels = _num_labels(r)
+        return TwoTowerConfig(r.model_type, text, vision, projection, labels, self.read_extra(r))
 
     def read_extra(self, r: ConfigReader) -> dict[str, Any]:
         return {}

@@ -13,6 +13,7 @@ from converter.config.two_tower import TwoTowerRules
 from converter.models.clip import CLIP_UNUSED, ClipModel
 from converter.models.encoder import BertBody
 from converter.registry import Family
+from converter.tasks.zero_shot import ZERO_SHOT
 
 
 def first_token(op, hidden):
@@ -55,16 +56,19 @@ class AltClipTextRules(EncoderRules):
 
 class ChineseClipModel(ClipModel):
     text_cls = BertTextTower
+    heads = (ZERO_SHOT,)
 
 
 class AltClipModel(ClipModel):
     text_cls = AltClipTextModel
+    heads = (ZERO_SHOT,)
 
-    def make_vision(self, cfg, dtype, ep, tensors):
+    def make_vision(self, cfg, dtype, ep, tensors, pooled):
         # transformers 5 renames every `layers.` to BERT's `layer.` when it saves AltCLIP; the
         # Hub's checkpoints keep the vision tower's `layers.`
         saved_by_5 = "vision_model.encoder.layer.0.layer_norm1.weight" in tensors
-        return self.vision_cls(cfg.vision, dtype, ep, "layer" if saved_by_5 else "layers")
+        name = "layer" if saved_by_5 else "layers"
+        return self.vision_cls(cfg.vision, dtype, ep, name, pooled=pooled)
 
 
 def _text_buffers(prefix: str) -> tuple[str, ...]:

@@ -13,8 +13,9 @@ from converter.config.two_tower import TextTower, TwoTowerRules, VisionTower
 from converter.errors import ConfigError
 from converter.models.encoder import Table
 from converter.models.tower import TowerEncoder, skip_norms
-from converter.models.two_tower import TwoTowerModel
+from converter.models.two_tower import IMAGE_CLASSIFICATION, TwoTowerModel
 from converter.registry import Family
+from converter.tasks.zero_shot import ZERO_SHOT
 
 LEGACY_EOS = 2  # configs from before transformers PR #24773: the EOS is the highest id
 
@@ -113,14 +114,14 @@ class ClipVisionEmbeddings(nn.Module):
 
 class ClipVisionTransformer(nn.Module):
     """Embeddings, pre_layrnorm (the checkpoints' spelling), the stack; the class token's
-    final state through post_layernorm is the pooled output."""
+    final state through post_layernorm is the pooled output (`pooled` False: none)."""
 
-    def __init__(self, cfg: VisionTower, dtype: ir.DataType, ep, layers_name: str = "layers"):
+    def __init__(self, cfg: VisionTower, dtype: ir.DataType, ep, layers_name="layers", pooled=True):
         super().__init__()
         self.embeddings = ClipVisionEmbeddings(cfg, dtype)
         self.pre_layrnorm = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
         self.encoder = TowerEncoder(cfg, dtype, layers_name)
-        self.post_layernorm = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
+        self.post_layernorm = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype) if pooled else None
         self.ep, self.dtype = ep, dtype
         self.width, self.tokens = cfg.hidden_size, self.embeddings.tokens
 
@@ -132,6 +133,8 @@ class ClipVisionTransformer(nn.Module):
         kernel = encoder_attention(op, self.ep, None, self.dtype)
         x = self.pre_layrnorm(op, self.embeddings(op, image.pixel_values))
         hidden = self.encoder(op, x, kernel)
+        if self.post_layernorm is None:
+            return hidden, None
         first = op.Squeeze(op.Slice(hidden, [0], [1], [1]), [1])
         return hidden, self.post_layernorm(op, first)
 
@@ -139,6 +142,8 @@ class ClipVisionTransformer(nn.Module):
 class ClipModel(TwoTowerModel):
     text_cls = ClipTextTransformer
     vision_cls = ClipVisionTransformer
+    heads = (ZERO_SHOT, IMAGE_CLASSIFICATION)
+    first_token = 1  # the classifier averages the patches, not the class token
 
 
 class MetaClip2TextTransformer(ClipTextTransformer):
@@ -149,8 +154,12 @@ class MetaClip2Model(ClipModel):
     text_cls = MetaClip2TextTransformer
 
 
-# buffers older checkpoints carry
-CLIP_UNUSED = (r"(text|vision)_model\.embeddings\.position_ids",)
+# buffers older checkpoints carry; the post-norm of the pooled class token, which
+# CLIPForImageClassification computes and drops
+CLIP_UNUSED = (
+    r"(text|vision)_model\.embeddings\.position_ids",
+    r"vision_model\.post_layernorm\.(weight|bias)",
+)
 
 FAMILIES = [
     Family(

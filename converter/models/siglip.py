@@ -17,9 +17,9 @@ from converter.execution_providers import ENCODER_MHA
 from converter.models.clip import PatchConv, TextEmbeddings
 from converter.models.encoder import Table
 from converter.models.tower import TowerEncoder, TowerMlp, skip_norms
-from converter.models.two_tower import TwoTowerModel
+from converter.models.two_tower import IMAGE_CLASSIFICATION, TwoTowerModel
 from converter.registry import Family
-from converter.tasks.zero_shot import PATCHES
+from converter.tasks.zero_shot import PATCHES, ZERO_SHOT
 
 
 class SiglipTextTransformer(nn.Module):
@@ -155,9 +155,9 @@ class SiglipVisionTransformer(nn.Module):
     embeddings_cls = SiglipVisionEmbeddings
     naflex = False
 
-    def __init__(self, cfg: VisionTower, dtype: ir.DataType, ep):
+    def __init__(self, cfg: VisionTower, dtype: ir.DataType, ep, pooled=True):
         super().__init__()
-        if not cfg.use_head:
+        if pooled and not cfg.use_head:
             raise ConfigError(
                 "vision_config: 'vision_use_head' = False leaves the image without a pooled "
                 "embedding for the zero-shot model"
@@ -165,7 +165,7 @@ class SiglipVisionTransformer(nn.Module):
         self.embeddings = self.embeddings_cls(cfg, dtype)
         self.encoder = TowerEncoder(cfg, dtype)
         self.post_layernorm = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
-        self.head = AttentionPoolingHead(cfg, dtype)
+        self.head = AttentionPoolingHead(cfg, dtype) if pooled else None
         self.ep, self.dtype = ep, dtype
         self.width, self.tokens = cfg.hidden_size, self.embeddings.tokens
 
@@ -177,6 +177,8 @@ class SiglipVisionTransformer(nn.Module):
         kernel = encoder_attention(op, self.ep, mask, self.dtype)
         hidden = self.encoder(op, self.embeddings(op, image), kernel)
         hidden = self.post_layernorm(op, hidden)
+        if self.head is None:
+            return hidden, None
         probe_kernel = kernel if mask is None else self._probe_kernel(op, mask)
         return hidden, self.head(op, hidden, probe_kernel)
 
@@ -191,6 +193,7 @@ class Siglip2VisionTransformer(SiglipVisionTransformer):
 class SiglipModel(TwoTowerModel):
     text_cls = SiglipTextTransformer
     vision_cls = SiglipVisionTransformer
+    heads = (ZERO_SHOT, IMAGE_CLASSIFICATION)
     scale_shape = (1,)
     biased = True
     # SiglipTextModel's and SiglipVisionModel's name for them (what Transformers.js reads)
@@ -199,6 +202,9 @@ class SiglipModel(TwoTowerModel):
 
 class Siglip2Model(SiglipModel):
     vision_cls = Siglip2VisionTransformer
+    # Siglip2ForImageClassification reads NaFlex patches, which the image-classification task's
+    # one pixel_values input does not carry
+    heads = (ZERO_SHOT,)
 
 
 FAMILIES = [
@@ -211,6 +217,8 @@ FAMILIES = [
         rules=TwoTowerRules("siglip_text_model", "siglip_vision_model", projections=False),
         task="zero-shot-image-classification",
         category="multimodal",
+        # the attention-pooling head SiglipForImageClassification computes and drops
+        unused=(r"vision_model\.head\..*",),
     ),
     Family(
         "siglip2",

@@ -3,6 +3,10 @@
 for SigLIP, whose towers pool to it), and the scaled cosine similarities of the normalized
 embeddings (`logit_scale`, SigLIP's `logit_bias`).
 
+The `image-classification` head (CLIPForImageClassification, SiglipForImageClassification) is
+the vision tower alone, unpooled, and a `classifier` over the mean of its tokens (from
+`first_token`: CLIP's skip the class token).
+
 The zero-shot task builds one graph per part (both towers, the text tower, the vision tower);
 a parameter belongs to one graph, so `part` makes a fresh module of each, bound by the same
 checkpoint names. A tower is called with its inputs and returns (last_hidden_state, pooled);
@@ -20,8 +24,11 @@ from onnxscript import nn
 from converter.components import Linear
 from converter.config.two_tower import TwoTowerConfig
 from converter.errors import ConfigError
-from converter.tasks.encoding import SEQUENCE
-from converter.tasks.zero_shot import IMAGE_BATCH, TEXT_BATCH, ZERO_SHOT
+from converter.tasks.encoding import BATCH, SEQUENCE
+from converter.tasks.zero_shot import IMAGE_BATCH, TEXT_BATCH, ZERO_SHOT, ImageInputs
+
+IMAGE_CLASSIFICATION = "image-classification"
+MAX_INT64 = (1 << 63) - 1
 
 
 class TwoTowerModel(nn.Module):
@@ -35,24 +42,35 @@ class TwoTowerModel(nn.Module):
     # what the text and vision graphs call their pooled features
     feature_names = ("text_embeds", "image_embeds")
 
+    first_token = 0  # the first token the image classifier averages
+
     def __init__(self, cfg: TwoTowerConfig, dtype, ep, task: str, tensors, part: str = "both"):
         super().__init__()
         if task not in self.heads:
             raise ConfigError(f"{cfg.model_type} has no {task} head here")
-        self.args, self.cfg = (cfg, dtype, ep, task, tensors), cfg
+        self.args, self.cfg, self.task = (cfg, dtype, ep, task, tensors), cfg, task
         self.text_model = self.vision_model = None
+        if task == IMAGE_CLASSIFICATION:
+            self.vision_model = self.make_vision(cfg, dtype, ep, tensors, pooled=False)
+            self.classifier = Linear(cfg.vision.hidden_size, cfg.num_labels, True, dtype)
+            return
         if part != "vision":
             self.text_model = self.text_cls(cfg.text, dtype, ep)
             self.text_projection = self._projection(self.text_model.width, dtype)
         if part != "text":
-            self.vision_model = self.make_vision(cfg, dtype, ep, tensors)
+            self.vision_model = self.make_vision(cfg, dtype, ep, tensors, pooled=True)
             self.visual_projection = self._projection(self.vision_model.width, dtype)
         if part == "both":
             self.logit_scale = nn.Parameter(list(self.scale_shape), dtype)
             self.logit_bias = nn.Parameter(list(self.scale_shape), dtype) if self.biased else None
 
-    def make_vision(self, cfg: TwoTowerConfig, dtype, ep, tensors: frozenset[str]):
-        return self.vision_cls(cfg.vision, dtype, ep)
+    def make_vision(self, cfg: TwoTowerConfig, dtype, ep, tensors: frozenset[str], pooled: bool):
+        """The vision tower (`pooled` False: without what pools it, for the classifier)."""
+        return self.vision_cls(cfg.vision, dtype, ep, pooled=pooled)
+
+    def image_dims(self) -> tuple[int, int]:
+        """The image size the classifier's graph takes (its positions are built for it)."""
+        return self.cfg.vision.image_size, self.cfg.vision.image_size
 
     def _projection(self, width: int, dtype: ir.DataType) -> Linear | None:
         dim = self.cfg.projection_dim
@@ -76,7 +94,12 @@ class TwoTowerModel(nn.Module):
         projection = self.visual_projection
         return hidden, pooled if projection is None else projection(op, pooled)
 
-    def forward(self, op, text, image) -> dict:
+    def forward(self, op, *inputs) -> dict:
+        """(text, image) for a zero-shot part (None for the tower it lacks), (image,) for the
+        image classifier."""
+        if self.task == IMAGE_CLASSIFICATION:
+            return self.classify(op, ImageInputs(inputs[0].pixel_values))
+        text, image = inputs
         if image is None:
             hidden, features = self.text_features(op, text)
             width = self.text_model.width
@@ -105,6 +128,12 @@ class TwoTowerModel(nn.Module):
             "text_embeds": (text_embeds, [TEXT_BATCH, self.embed_dim]),
             "image_embeds": (image_embeds, [IMAGE_BATCH, self.embed_dim]),
         }
+
+    def classify(self, op, image) -> dict:
+        hidden, _ = self.vision_model(op, image)
+        tokens = op.Slice(hidden, [self.first_token], [MAX_INT64], [1])
+        logits = self.classifier(op, op.ReduceMean(tokens, [1], keepdims=0))
+        return {"logits": (logits, [BATCH, self.cfg.num_labels])}
 
 
 def _normalized(op, x):

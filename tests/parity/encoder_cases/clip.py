@@ -28,7 +28,7 @@ CASES = {
     # pooled at the first EOS token (not the highest id)
     "clip": EncoderCase(
         two_towers("clip", {**TEXT_TOWER, "eos_token_id": 60}, VISION_TOWER, projection_dim=48),
-        ("CLIPModel",),
+        ("CLIPModel", "CLIPForImageClassification"),
         inputs="text+image",
     ),
     # configs from before transformers PR #24773 (eos_token_id 2): pooled at the highest id
@@ -47,7 +47,7 @@ CASES = {
         two_towers(
             "metaclip_2", {**TEXT_TOWER, "eos_token_id": 2}, VISION_TOWER, projection_dim=32
         ),
-        ("MetaClip2Model",),
+        ("MetaClip2Model", "MetaClip2ForImageClassification"),
         inputs="text+image",
     ),
 }

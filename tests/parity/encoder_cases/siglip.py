@@ -8,7 +8,9 @@ del NAFLEX_TOWER["image_size"]
 
 CASES = {
     "siglip": EncoderCase(
-        two_towers("siglip", TEXT_TOWER, VISION_TOWER), ("SiglipModel",), inputs="text+image"
+        two_towers("siglip", TEXT_TOWER, VISION_TOWER),
+        ("SiglipModel", "SiglipForImageClassification"),
+        inputs="text+image",
     ),
     "siglip2": EncoderCase(
         two_towers("siglip2", TEXT_TOWER, NAFLEX_TOWER), ("Siglip2Model",), inputs="text+image"
