@@ -16,6 +16,7 @@ from converter.build import build
 from converter.errors import MobiusError
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
 from converter.registry import coverage
+from converter.tasks import TASKS
 
 Registrar = Callable[[argparse._SubParsersAction], None]
 
@@ -33,6 +34,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--int4-lm-head",
         action="store_true",
         help="also quantize the lm_head (and the embedding where the EP can) to int4",
+    )
+    b.add_argument(
+        "--task",
+        choices=sorted(TASKS),
+        help="the head to export (default: the one config.json's architectures names)",
     )
     b.add_argument("--revision", help="Hub branch, tag or commit (default: main)")
     b.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -81,6 +87,7 @@ def _build(args: argparse.Namespace) -> int:
         int4_block_size=args.int4_block_size,
         int4_symmetric=not args.int4_asymmetric,
         int4_lm_head=args.int4_lm_head,
+        task=args.task,
     )
     out = package.save(args.output, progress=not args.no_progress).resolve()
     if args.json:

@@ -8,6 +8,7 @@ from converter.errors import SourceError
 
 CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
+SENTENCE_TRANSFORMERS = "modules.json"
 # Top-level files besides the weights, by exact name: transformers' names for the tokenizer,
 # processor and generation files. A repo's other files (READMEs, pickles, ONNX...) stay out.
 SIDE_FILES = (
@@ -28,9 +29,12 @@ SIDE_FILES = (
     "chat_template.json",
     "preprocessor_config.json",
     "processor_config.json",
+    SENTENCE_TRANSFORMERS,
 )
-# What a package carries from the source: everything besides the config and the index.
-RUNTIME_FILES = tuple(name for name in SIDE_FILES if name not in (CONFIG, INDEX))
+# What a package carries from the source: everything besides the config, the index and the
+# sentence-transformers module list (read only to know the repo is one: its modules' folders
+# stay in the source repo).
+RUNTIME_FILES = tuple(n for n in SIDE_FILES if n not in (CONFIG, INDEX, SENTENCE_TRANSFORMERS))
 # Gemma 3's tokenizer.json, the largest of these seen on the Hub, is about 33 MB.
 MAX_SIDE_FILE_BYTES = 64 * 1024 * 1024
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")

@@ -25,6 +25,8 @@ os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 
 from tests.hub_server import FakeHub  # noqa: E402
+from tests.legacy_clients import LegacyClients, build_legacy_clients  # noqa: E402
+from tests.transformers_js import TransformersJs  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -32,3 +34,17 @@ def fake_hub() -> Iterator[FakeHub]:
     """A loopback Hub at HF_ENDPOINT, shared by the session: give each test its own repo ids."""
     with FakeHub(HUB_PORT) as hub:
         yield hub
+
+
+@pytest.fixture(scope="session")
+def legacy_clients() -> Iterator[LegacyClients]:
+    """sentence-transformers 5 and Optimum (transformers 4.57) in their own venv, built once."""
+    clients = build_legacy_clients()
+    yield clients
+    clients.close()
+
+
+@pytest.fixture(scope="session")
+def transformers_js() -> TransformersJs:
+    """Transformers.js under Node, installed once (tests/transformers_js.py)."""
+    return TransformersJs.install()

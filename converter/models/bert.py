@@ -6,12 +6,15 @@ from converter.config.encoder import EncoderRules
 from converter.models.encoder import BertEncoderModel
 from converter.registry import Family
 
-# buffers older checkpoints carry, the next-sentence head of BertForPreTraining, and a pooler
-# a head without one leaves unread
+# buffers older checkpoints carry, and what a task leaves unread: the heads of other tasks
+# (`--task feature-extraction` of a classifier), the next-sentence head of BertForPreTraining
+# and a pooler the head does not use
 BERT_UNUSED = (
     r"(bert\.)?embeddings\.position_ids",
     r"(bert\.)?embeddings\.token_type_ids",
-    r"cls\.seq_relationship\..*",
+    r"cls\..*",
+    r"classifier\..*",
+    r"qa_outputs\..*",
     r"(bert\.)?pooler\..*",
 )
 

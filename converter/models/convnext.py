@@ -10,7 +10,7 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, activation
-from converter.components.conv import ChannelsFirstLayerNorm, Conv2d
+from converter.components.conv2d import ChannelsFirstLayerNorm, Conv2d
 from converter.config.vision import MAX_IMAGE_SIDE, VisionRules, int_list, pair, same_length
 from converter.models.vision import Features, VisionEncoderModel
 from converter.registry import Family

@@ -9,7 +9,7 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import activation
-from converter.components.conv import BatchNorm2d, Conv2d
+from converter.components.conv2d import BatchNorm2d, Conv2d
 from converter.config.vision import VisionRules
 from converter.models.convnext import FEATURE_DIMS
 from converter.models.vision import Features, VisionEncoderModel

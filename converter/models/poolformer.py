@@ -8,7 +8,7 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import Linear, activation
-from converter.components.conv import Conv2d, SingleGroupNorm
+from converter.components.conv2d import Conv2d, SingleGroupNorm
 from converter.config.vision import MAX_IMAGE_SIDE, VisionRules, int_list, same_length
 from converter.models.convnext import FEATURE_DIMS
 from converter.models.vision import Features, VisionEncoderModel

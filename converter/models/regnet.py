@@ -7,7 +7,7 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import activation
-from converter.components.conv import Conv2d, Placeholder
+from converter.components.conv2d import Conv2d, Placeholder
 from converter.models.resnet import (
     ResNetBody,
     ResNetConvLayer,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import Linear, activation
-from converter.components.conv import BatchNorm2d, Conv2d, Placeholder
+from converter.components.conv2d import BatchNorm2d, Conv2d, Placeholder
 from converter.config.vision import VisionRules, int_list, same_length
 from converter.models.convnext import FEATURE_DIMS
 from converter.models.vision import Features, VisionEncoderModel

@@ -13,7 +13,7 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, activation
-from converter.components.conv import Conv2d
+from converter.components.conv2d import Conv2d
 from converter.components.encoder_attention import encoder_attention
 from converter.components.windows import Windows, relative_position_index
 from converter.config.vision import MAX_IMAGE_SIDE, VisionRules, int_list, same_length

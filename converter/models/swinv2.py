@@ -17,7 +17,7 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import Linear
-from converter.components.conv import Placeholder
+from converter.components.conv2d import Placeholder
 from converter.components.windows import Windows, relative_position_index
 from converter.config.vision import MAX_IMAGE_SIDE, int_list
 from converter.errors import ConfigError

@@ -25,7 +25,7 @@ from converter.errors import MobiusError
 from converter.lowering import LoweringReport
 from converter.package.genai_config import GENAI_CONFIG, genai_config
 from converter.registry import Family
-from converter.repo_files import RUNTIME_FILES
+from converter.repo_files import CONFIG, RUNTIME_FILES, SENTENCE_TRANSFORMERS
 from converter.sizes import human_size
 from converter.source import Source
 from converter.tasks import OPSET, Component
@@ -71,11 +71,13 @@ class ModelPackage:
         for component in self.components:
             path = staging / component.filename
             path.parent.mkdir(parents=True, exist_ok=True)
-            _write_model(component.model, path, progress)
+            write_graph(component.model, path, progress)
         if self.task.name == "text-generation":
             generation = _read_json(self.source.path / GENERATION_CONFIG)
             _write_json(staging / GENAI_CONFIG, genai_config(self, generation))
-        for name in RUNTIME_FILES:
+        # Transformers.js and Optimum read the model's config.json beside onnx/ (for text
+        # generation, beside the Transformers.js files written from the default variants)
+        for name in (CONFIG, *RUNTIME_FILES):
             if (self.source.path / name).is_file():
                 shutil.copyfile(self.source.path / name, staging / name)
         _write_json(staging / MANIFEST, self.manifest())
@@ -105,6 +107,8 @@ class ModelPackage:
             },
             "model_type": self.config.model_type,
             "task": self.task.name,
+            # a sentence-transformers repo (its modules.json) loads with backend="onnx"
+            "sentence_transformers": (self.source.path / SENTENCE_TRANSFORMERS).is_file(),
             "components": [{"role": c.role, "filename": c.filename} for c in self.components],
             "ep": self.ep,
             "dtype": self.dtype,
@@ -124,14 +128,18 @@ class ModelPackage:
         }
 
 
-def _write_model(model: ir.Model, path: Path, progress: bool) -> None:
+def write_graph(model: ir.Model, path: Path, progress: bool = False) -> None:
     """`path` and its external data `path`.data; the bar starts at the first tensor, the
     first moment its total is known. Graphs under `onnx/` (the Transformers.js / Optimum
     layout) are one file when protobuf allows: Transformers.js reads external data only when
-    a config asks for it."""
-    if path.parent.name == "onnx" and _weight_bytes(model) < INLINE_LIMIT:
-        ir.save(model, path)
-        return
+    a config asks for it. `model` may be one loaded with its weights outside it."""
+    # Transformers.js and Optimum fetch a graph's external data as `<file>_data`
+    external = f"{path.name}.data"
+    if path.parent.name == "onnx":
+        if _weight_bytes(model) < INLINE_LIMIT:
+            ir.save(ir.external_data.load_to_model(model), path)
+            return
+        external = f"{path.name}_data"
     bar = None
 
     def tick(_tensor, info) -> None:
@@ -142,7 +150,7 @@ def _write_model(model: ir.Model, path: Path, progress: bool) -> None:
 
     try:
         callback = tick if progress else None
-        ir.save(model, path, external_data=f"{path.name}.data", callback=callback, max_workers=2)
+        ir.save(model, path, external_data=external, callback=callback, max_workers=2)
     finally:
         if bar is not None:
             bar.close()

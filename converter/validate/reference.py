@@ -68,3 +68,61 @@ class TransformersReference:
                 do_sample=False,
             )
         return out[0, ids.shape[1] :].tolist(), float("nan")
+
+
+# the transformers class that holds each encoder task's head
+ENCODER_CLASSES = {
+    "feature-extraction": "AutoModel",
+    "fill-mask": "AutoModelForMaskedLM",
+    "text-classification": "AutoModelForSequenceClassification",
+    "token-classification": "AutoModelForTokenClassification",
+    "question-answering": "AutoModelForQuestionAnswering",
+    "image-classification": "AutoModelForImageClassification",
+    "image-feature-extraction": "AutoModel",
+    "automatic-speech-recognition": "AutoModelForCTC",
+    "audio-classification": "AutoModelForAudioClassification",
+    "zero-shot-image-classification": "AutoModelForZeroShotImageClassification",
+}
+# the pooled output of a two-tower model's text and vision graphs, by the names they may give it
+FEATURE_NAMES = {
+    "text": ("text_embeds", "pooler_output"),
+    "vision": ("image_embeds", "pooler_output"),
+}
+
+
+class TransformersEncoder:
+    """An encoder with the task's head, fed the graph's own inputs; every output by name."""
+
+    def __init__(self, model) -> None:
+        import torch
+
+        self.torch, self.model = torch, model
+
+    @classmethod
+    def load(cls, folder: Path, task: str) -> TransformersEncoder:
+        import torch
+        import transformers
+
+        auto = getattr(transformers, ENCODER_CLASSES[task])
+        model = auto.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
+        return cls(model.eval())
+
+    def outputs(self, role: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        torch = self.torch
+        with torch.no_grad():
+            out = model_outputs(
+                self.model, role, {k: torch.from_numpy(v) for k, v in feeds.items()}
+            )
+        return {k: v.float().numpy() for k, v in out.items() if isinstance(v, torch.Tensor)}
+
+
+def model_outputs(model, role: str, tensors: dict) -> dict:
+    """The outputs of `model` for a graph of `role`: its own, or for the text and vision graphs
+    of a two-tower model its text or image features (last_hidden_state, and the pooled
+    features under each name those graphs give them)."""
+    if role not in FEATURE_NAMES:
+        return dict(model(**tensors))
+    features = model.get_text_features if role == "text" else model.get_image_features
+    out = features(**tensors)
+    pooled = {name: out.pooler_output for name in FEATURE_NAMES[role]}
+    return {"last_hidden_state": out.last_hidden_state, **pooled}

@@ -89,3 +89,21 @@ class OnnxDecoder:
             step += 1
             mask = np.concatenate([mask, np.ones((batch, 1), mask.dtype)], axis=1)
             position = position[:, -1:] + 1
+
+
+class OnnxEncoder:
+    """A saved encoder package as a reference: each component's graph run on the same feeds."""
+
+    def __init__(self, package: Path, provider: str = "CPUExecutionProvider"):
+        manifest = json.loads((Path(package) / "mobius.json").read_text())
+        self.sessions = {
+            c["role"]: ort.InferenceSession(
+                str(Path(package) / c["filename"]), providers=[provider]
+            )
+            for c in manifest["components"]
+        }
+
+    def outputs(self, role: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        session = self.sessions[role]
+        names = [o.name for o in session.get_outputs()]
+        return dict(zip(names, session.run(None, feeds), strict=True))

@@ -19,14 +19,19 @@ from converter.errors import MobiusError, SourceError, missing_modules, require_
 from converter.execution_providers import EXECUTION_PROVIDERS
 from converter.package import MANIFEST
 from converter.source import Source, resolve_source
-from converter.validate import text_generation
+from converter.validate import encoding, text_generation
 from converter.validate.report import THRESHOLDS, ValidationReport
-from converter.validate.runtime import OnnxDecoder
+from converter.validate.runtime import OnnxDecoder, OnnxEncoder
 
 DECODE_STEPS = 8
 REFERENCES = ("auto", "transformers", "default")
 REFERENCE_EXTRA = ("validate", ("torch", "transformers"))  # pyproject.toml's extra
 PROBES = {"text-generation": text_generation}
+
+
+def _probe(task: str):
+    """The probe of `task`: text generation's, or the encoders' one for every other task."""
+    return PROBES.get(task, encoding)
 
 
 def validate(
@@ -53,7 +58,7 @@ def validate(
         thresholds=THRESHOLDS[manifest["dtype"]],
         fallbacks=manifest.get("lowering", {}).get("fallbacks", []),
     )
-    probe = PROBES[manifest["task"]]
+    probe = _probe(manifest["task"])
     report.failures += probe.missing_files(package)
     if ep.ort_provider not in ort.get_available_providers():
         from converter.kernels import structural_report
@@ -77,9 +82,8 @@ def validate(
     source = _resolved(source) if source is not None else _source_of(manifest)
     with tempfile.TemporaryDirectory(prefix="mobius-reference-") as scratch:
         report.reference = kind
-        probe.probe(
-            package, ep.ort_provider, _reference(kind, source, Path(scratch)), report, steps
-        )
+        reference = _reference(kind, source, Path(scratch), manifest["task"])
+        probe.probe(package, ep.ort_provider, reference, report, steps)
     return report.conclude("passed")
 
 
@@ -145,12 +149,15 @@ def _source_of(manifest: dict) -> Source:
     return resolve_source(origin["path"], progress=False)
 
 
-def _reference(kind: str, source: Source, scratch: Path):
+def _reference(kind: str, source: Source, scratch: Path, task: str):
     if kind == "transformers":
-        from converter.validate.reference import TransformersReference
+        from converter.validate.reference import TransformersEncoder, TransformersReference
 
-        return TransformersReference.load(source.path)
+        if task == "text-generation":
+            return TransformersReference.load(source.path)
+        return TransformersEncoder.load(source.path, task)
     from converter.build import build
 
-    build(str(source.path), ep="default", dtype="f32", progress=False).save(scratch, progress=False)
-    return OnnxDecoder(scratch)
+    package = build(str(source.path), ep="default", dtype="f32", task=task, progress=False)
+    package.save(scratch, progress=False)
+    return OnnxDecoder(scratch) if task == "text-generation" else OnnxEncoder(scratch)

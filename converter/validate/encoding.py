@@ -1,0 +1,146 @@
+"""The encoder probe: one fixed batch of two (the second row padded where the graph reads a
+mask) fed to each of the package's graphs and to the reference, every output compared where
+the mask keeps it. Inputs are made from the graph's own input names and the model's config."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from converter.dtypes import ORT_NUMPY
+from converter.package import MANIFEST
+from converter.validate.metrics import Metrics, compare
+from converter.validate.report import ValidationReport
+
+BATCH, TOKENS, SAMPLES = 2, 12, 3200
+KEPT_TOKENS, KEPT_SAMPLES = 8, 2400  # of the second row; the rest is padding
+
+
+def missing_files(package: Path) -> list[str]:
+    return []
+
+
+def probe(package: Path, provider: str, reference, report: ValidationReport, steps: int) -> None:
+    """Run every graph of `package` and `reference` (anything with `outputs(role, feeds)`) on
+    the same inputs, recording the worst figures over all outputs in `report`."""
+    config = _config(package)
+    found: list[Metrics] = []
+    logits: list[float] = []
+    for component in json.loads((package / MANIFEST).read_text())["components"]:
+        started = time.perf_counter()
+        session = ort.InferenceSession(str(package / component["filename"]), providers=[provider])
+        report.load_seconds = (report.load_seconds or 0.0) + time.perf_counter() - started
+        feeds = probe_inputs(session, config)
+        names = [o.name for o in session.get_outputs()]
+        actual = dict(zip(names, session.run(None, feeds), strict=True))
+        expected = reference.outputs(component["role"], feeds)
+        mask = feeds.get("attention_mask")
+        for name, value in actual.items():
+            metrics = _compare(expected[name], value, mask)
+            found.append(metrics)
+            if "logits" in name:
+                logits.append(metrics.top1_agreement)
+    report.record(
+        Metrics(
+            max_abs_diff=max(m.max_abs_diff for m in found),
+            min_cosine=min(m.min_cosine for m in found),
+            top1_agreement=min(logits, default=1.0),
+        )
+    )
+
+
+def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.ndarray]:
+    """A fixed batch for the graph's inputs: token ids from the vocabulary (the second row
+    padded), token types 0 then 1, boxes (x0 <= x1, y0 <= y1) on the 2-D position grid, pixels
+    or samples of the graph's (or the config's) size, or NaFlex patches with their mask and
+    grid shapes."""
+    rng = np.random.default_rng(0)
+    text = config.get("text_config") or config
+    vocab, pad = text.get("vocab_size", 100), text.get("pad_token_id") or 0
+    feeds = {}
+    for item in session.get_inputs():
+        dtype = ORT_NUMPY[item.type]
+        if item.name == "input_ids":
+            ids = rng.integers(min(3, vocab - 1), vocab, size=(BATCH, TOKENS))
+            ids[1, KEPT_TOKENS:] = pad
+            feeds[item.name] = ids.astype(dtype)
+        elif item.name == "token_type_ids":
+            feeds[item.name] = (np.arange(TOKENS)[None].repeat(BATCH, 0) >= TOKENS // 2).astype(
+                dtype
+            )
+        elif item.name == "attention_mask":
+            length = SAMPLES if "input_values" in _names(session) else TOKENS
+            kept = KEPT_SAMPLES if length == SAMPLES else KEPT_TOKENS
+            mask = np.ones((BATCH, length), dtype)
+            mask[1, kept:] = 0
+            feeds[item.name] = mask
+        elif item.name == "bbox":  # LayoutLM: a box per token on the config's 2-D grid
+            grid = config.get("max_2d_position_embeddings", 1024)
+            corners = rng.integers(0, grid, size=(BATCH, TOKENS, 2, 2))
+            boxes = np.concatenate([corners.min(axis=2), corners.max(axis=2)], axis=-1)
+            feeds[item.name] = boxes.astype(dtype)
+        elif item.name == "pixel_values" and "spatial_shapes" in _names(session):
+            feeds.update(_naflex_images(rng, config))
+        elif item.name in ("pixel_attention_mask", "spatial_shapes"):
+            continue  # made with the NaFlex pixel values
+        elif item.name == "pixel_values":
+            feeds[item.name] = rng.standard_normal(_image_shape(item, config)).astype(dtype)
+        elif item.name == "input_values":
+            values = rng.standard_normal((BATCH, SAMPLES)).astype(dtype)
+            values[1, KEPT_SAMPLES:] = 0
+            feeds[item.name] = values
+        else:
+            raise ValueError(f"the encoder probe cannot make input {item.name!r}")
+    return feeds
+
+
+def _names(session) -> set[str]:
+    return {i.name for i in session.get_inputs()}
+
+
+def _image_shape(item, config: dict) -> tuple[int, ...]:
+    vision = config.get("vision_config") or config
+    size = vision.get("image_size", 224)
+    height, width = (size, size) if isinstance(size, int) else size
+    fixed = [d if isinstance(d, int) else None for d in item.shape]
+    channels = fixed[1] or vision.get("num_channels", 3)
+    return (BATCH, channels, fixed[2] or height, fixed[3] or width)
+
+
+def _naflex_images(rng: np.random.Generator, config: dict) -> dict[str, np.ndarray]:
+    """Two images cut in patches (SigLIP 2's NaFlex): the position grid's full square, and half
+    its rows, padded to the same patch count."""
+    vision = config.get("vision_config") or config
+    patches, patch = vision.get("num_patches", 256), vision.get("patch_size", 16)
+    side = max(1, int(patches**0.5))
+    shapes = np.array([[side, side], [max(1, side // 2), side]], np.int64)
+    mask = np.arange(patches)[None, :] < shapes.prod(1)[:, None]
+    width = vision.get("num_channels", 3) * patch * patch
+    pixels = rng.standard_normal((BATCH, patches, width)).astype(np.float32) * mask[..., None]
+    return {
+        "pixel_values": pixels,
+        "pixel_attention_mask": mask.astype(np.int32),
+        "spatial_shapes": shapes,
+    }
+
+
+def _compare(expected: np.ndarray, actual: np.ndarray, mask: np.ndarray | None) -> Metrics:
+    """Outputs over tokens are compared on the tokens the mask keeps only."""
+    expected, actual = expected.astype(np.float32), actual.astype(np.float32)
+    over_tokens = mask is not None and actual.shape[:2] == mask.shape
+    if over_tokens and actual.ndim == 3:
+        return compare(expected, actual, mask)
+    if over_tokens:  # [batch, tokens]: compared per row, padding zeroed on both sides
+        expected, actual = expected * mask, actual * mask
+    if actual.ndim == 1:
+        expected, actual = expected[None], actual[None]
+    return compare(expected, actual)
+
+
+def _config(package: Path) -> dict:
+    path = package / "config.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
