@@ -19,35 +19,10 @@ from converter.components.linear import Bias
 from converter.config.encoder import EncoderConfig, EncoderRules
 from converter.config.reader import ConfigReader
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
+from converter.models.distilbert import FFN, DistilBertSelfAttention
 from converter.models.encoder import BertEncoderModel, Table, position_ids
 from converter.registry import Family
 from converter.tasks.encoding import BATCH, SEQUENCE, TEXT_TASKS, TextInputs
-
-
-class MultiHeadAttention(nn.Module):
-    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
-        super().__init__()
-        size = cfg.hidden_size
-        self.q_lin = Linear(size, size, True, dtype)
-        self.k_lin = Linear(size, size, True, dtype)
-        self.v_lin = Linear(size, size, True, dtype)
-        self.out_lin = Linear(size, size, True, dtype)
-        self.heads, self.scale = cfg.num_attention_heads, cfg.head_dim**-0.5
-
-    def forward(self, op, x, kernel):
-        q, k, v = self.q_lin(op, x), self.k_lin(op, x), self.v_lin(op, x)
-        return self.out_lin(op, kernel(op, q, k, v, self.heads, self.scale))
-
-
-class TransformerFFN(nn.Module):
-    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
-        super().__init__()
-        self.lin1 = Linear(cfg.hidden_size, cfg.intermediate_size, True, dtype)
-        self.lin2 = Linear(cfg.intermediate_size, cfg.hidden_size, True, dtype)
-        self.act = cfg.activation
-
-    def forward(self, op, x):
-        return self.lin2(op, activation(op, self.act, self.lin1(op, x)))
 
 
 class XlmBody(nn.Module):
@@ -59,9 +34,9 @@ class XlmBody(nn.Module):
         self.position_embeddings = Table(cfg.max_position_embeddings, size, dtype)
         self.embeddings = Table(cfg.vocab_size, size, dtype)
         self.layer_norm_emb = LayerNorm(size, cfg.norm_eps, dtype)
-        self.attentions = nn.ModuleList([MultiHeadAttention(cfg, dtype) for _ in layers])
+        self.attentions = nn.ModuleList([DistilBertSelfAttention(cfg, dtype) for _ in layers])
         self.layer_norm1 = nn.ModuleList([LayerNorm(size, cfg.norm_eps, dtype) for _ in layers])
-        self.ffns = nn.ModuleList([TransformerFFN(cfg, dtype) for _ in layers])
+        self.ffns = nn.ModuleList([FFN(cfg, dtype) for _ in layers])
         self.layer_norm2 = nn.ModuleList([LayerNorm(size, cfg.norm_eps, dtype) for _ in layers])
         self.cfg, self.ep, self.dtype = cfg, ep, dtype
 
