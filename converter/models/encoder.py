@@ -66,9 +66,13 @@ class BertIntermediate(nn.Module):
 
 
 class BertLayer(nn.Module):
+    """Attention, then the MLP, each closed by a post-norm; `attention_cls` may differ."""
+
+    attention_cls: type[nn.Module] = BertAttention
+
     def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
         super().__init__()
-        self.attention = BertAttention(cfg, dtype)
+        self.attention = self.attention_cls(cfg, dtype)
         self.intermediate = BertIntermediate(cfg, dtype)
         self.output = DenseNorm(cfg.intermediate_size, cfg, dtype)
 

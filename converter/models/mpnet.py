@@ -19,11 +19,10 @@ from converter.components import LayerNorm, Linear, activation
 from converter.components.encoder_attention import encoder_attention
 from converter.config.encoder import EncoderConfig, EncoderRules
 from converter.config.reader import ConfigReader
-from converter.execution_providers import ENCODER_MHA, SKIP_NORM
+from converter.execution_providers import SKIP_NORM
 from converter.models.encoder import (
     BertEncoderModel,
-    BertIntermediate,
-    DenseNorm,
+    BertLayer,
     Pooler,
     Table,
     position_ids,
@@ -74,22 +73,8 @@ class MPNetAttention(nn.Module):
         return self.LayerNorm(op, op.Add(self.attn(op, x, kernel, bias), x))
 
 
-class MPNetLayer(nn.Module):
-    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
-        super().__init__()
-        self.attention = MPNetAttention(cfg, dtype)
-        self.intermediate = BertIntermediate(cfg, dtype)
-        self.output = DenseNorm(cfg.intermediate_size, cfg, dtype)
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        return {
-            "skip_norms": 2 if plan.has(SKIP_NORM) else 0,
-            ENCODER_MHA: 1 if plan.has(ENCODER_MHA) else 0,
-        }
-
-    def forward(self, op, x, kernel, bias):
-        x = self.attention(op, x, kernel, bias)
-        return self.output(op, self.intermediate(op, x), x)
+class MPNetLayer(BertLayer):
+    attention_cls = MPNetAttention
 
 
 class RelativeBias(nn.Module):
