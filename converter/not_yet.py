@@ -23,6 +23,11 @@ ENCODER_LM_HEAD = (
     "causal-LM head with a KV cache does not yet"
 )
 
+SEQ2SEQ_DECODER_ALONE = (
+    "the decoder of an encoder-decoder run alone (its ...ForCausalLM head, cross-attention "
+    "unused): the encoder-decoder converts in the seq2seq scope, the decoder alone does not yet"
+)
+
 NOT_YET: dict[str, tuple[str, str]] = {
     "axk2": (
         "mla",
@@ -41,7 +46,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "bart": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "bart": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "bert": ("encoder", ENCODER_LM_HEAD),
     "bert-generation": ("encoder", ENCODER_LM_HEAD),
     "big_bird": ("encoder", ENCODER_LM_HEAD),
@@ -196,7 +201,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
     "marian": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "mbart": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "mbart": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "megatron-bert": ("encoder", ENCODER_LM_HEAD),
     "minimax": (
         "ssm",

@@ -111,15 +111,17 @@ PARITY_EPS = ("default", "cpu")
 def coverage() -> list[dict]:
     """One row per model type and scope, supported or not yet: what docs/supported-models.md
     and `mobius list models --json` show. A type may be supported for its encoder tasks and
-    not yet for text generation (BERT's causal-LM head), so the row says which `scope`."""
+    not yet for text generation (BERT's causal-LM head), or as an encoder-decoder and not yet
+    as an encoder (BART's masked-LM mapping), so the row says which `scope`."""
     from converter.not_yet import NOT_YET
     from converter.not_yet_encoders import ENCODER_NOT_YET
+    from converter.not_yet_seq2seq import SEQ2SEQ_NOT_YET
 
     rows = [
         {
             "model_type": model_type,
             "status": "supported",
-            "scope": scope_of(family.task),
+            "scope": scope_of(family),
             "category": family.category,
             "task": family.task,
             "tasks": list(family.tasks),
@@ -130,7 +132,12 @@ def coverage() -> list[dict]:
         }
         for model_type, family in families().items()
     ]
-    for scope, table in (("text-generation", NOT_YET), ("encoders", ENCODER_NOT_YET)):
+    tables = (
+        ("text-generation", NOT_YET),
+        ("encoders", ENCODER_NOT_YET),
+        ("seq2seq", SEQ2SEQ_NOT_YET),
+    )
+    for scope, table in tables:
         rows += [
             {
                 "model_type": model_type,
@@ -144,6 +151,12 @@ def coverage() -> list[dict]:
     return sorted(rows, key=lambda row: (row["model_type"], row["scope"]))
 
 
-def scope_of(task: str) -> str:
-    """The coverage scope a task counts under: text generation, or the encoders."""
-    return "text-generation" if task == "text-generation" else "encoders"
+SCOPES = ("text-generation", "encoders", "seq2seq")
+
+
+def scope_of(family: Family) -> str:
+    """The coverage scope a family counts under: text generation, the encoder-decoders (their
+    model class says `coverage_scope = "seq2seq"`), or the encoders."""
+    if family.task == "text-generation":
+        return "text-generation"
+    return getattr(family.model_class, "coverage_scope", "encoders")

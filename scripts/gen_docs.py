@@ -78,13 +78,15 @@ def render_supported_models() -> str:
         "prefill and KV-cache decode steps, plus a left-padded batch on `default`; max abs diff "
         "<= 1e-4 in f32); text encoders on a padded batch of two for each head, every output "
         "compared where the mask keeps it; image encoders on a batch of two random images of "
-        "the configured size. The other EPs' graphs are checked structurally. "
-        "Two scopes are counted: every causal-LM `model_type` of the pinned transformers "
-        "(text-generation), and every type of its masked-LM, image-classification, "
-        "zero-shot-image-classification, CTC and audio-classification mappings (encoders); each "
-        "is either here or in the not-yet table below with the reason (`mobius list models "
-        "--json` gives both to programs). A type may be supported in one scope and not yet in "
-        "the other.",
+        "the configured size; encoder-decoders on the encoder output of a padded batch of two "
+        "and the logits of teacher-forced decoder tokens, a first step without a cache, then "
+        "one token per step with both caches. The other EPs' graphs are checked structurally. "
+        "Three scopes are counted: every causal-LM `model_type` of the pinned transformers "
+        "(text-generation); every type of its masked-LM, image-classification, "
+        "zero-shot-image-classification, CTC and audio-classification mappings (encoders); and "
+        "every type of its seq2seq-LM and speech-seq2seq mappings (seq2seq). Each is either "
+        "here or in the not-yet table below with the reason (`mobius list models --json` gives "
+        "both to programs). A type may be supported in one scope and not yet in another.",
         "",
         "| category | supported | not yet |",
         "|---|---:|---:|",

@@ -36,12 +36,8 @@ class StandardEncoderAttention:
         self.keep = keep
 
     def _additive(self, op):
-        """The mask as 0 / the dtype's lowest value, to add to a bias."""
         if self.additive is None:
-            numpy_type = NUMPY_OF[self.dtype]
-            zero = ir.tensor(np.zeros([], numpy_type))
-            low = ir.tensor(np.array(np.finfo(numpy_type).min, numpy_type))
-            self.additive = op.Where(self.keep, op.Constant(value=zero), op.Constant(value=low))
+            self.additive = additive_mask(op, self.keep, self.dtype)
         return self.additive
 
     def __call__(self, op, q, k, v, heads: int, scale: float, bias=None):
@@ -73,6 +69,14 @@ class FusedEncoderAttention:
             _domain=MS_DOMAIN,
             _version=1,
         )
+
+
+def additive_mask(op, keep, dtype: ir.DataType):
+    """A boolean mask as 0 / the dtype's lowest value, to add to a bias."""
+    numpy_type = NUMPY_OF[dtype]
+    zero = ir.tensor(np.zeros([], numpy_type))
+    low = ir.tensor(np.array(np.finfo(numpy_type).min, numpy_type))
+    return op.Where(keep, op.Constant(value=zero), op.Constant(value=low))
 
 
 def encoder_attention(op, ep, attention_mask, dtype: ir.DataType, *, causal=False, queries=None):

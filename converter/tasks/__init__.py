@@ -6,6 +6,7 @@ from converter.tasks.base import OPSET, Component
 from converter.tasks.encoding import TEXT_TASKS, TextEncodingTask
 from converter.tasks.image_encoding import IMAGE_TASKS, ImageEncodingTask
 from converter.tasks.modality import PerModality
+from converter.tasks.seq2seq import SEQ2SEQ_TASKS, Seq2SeqTask
 from converter.tasks.text_generation import DecoderInputs, TextGenerationTask
 from converter.tasks.zero_shot import ZERO_SHOT, ZeroShotImageTask
 
@@ -22,6 +23,7 @@ TASKS = {
     ),
     ZERO_SHOT: ZeroShotImageTask(),
     **{name: ImageEncodingTask(name) for name in IMAGE_TASKS},
+    **{name: Seq2SeqTask(name) for name in SEQ2SEQ_TASKS},
 }
 
 __all__ = ["OPSET", "TASKS", "Component", "DecoderInputs", "TextGenerationTask"]

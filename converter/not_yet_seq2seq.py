@@ -1,0 +1,242 @@
+"""Encoder-decoder and speech-to-text model types of the pinned transformers that mobius does
+not convert yet, each with its category and the reason. The seq2seq scope is every type of
+transformers' MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES and
+MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES (tests/test_seq2seq_coverage.py holds each to being
+registered, and then parity-tested, or listed here). Several of those mappings' types are
+audio language models (an audio tower feeding a decoder-only LM), not encoder-decoders: they
+are listed with that reason."""
+
+AUDIO_LM = (
+    "an audio language model, not an encoder-decoder: its audio tower's features are "
+    "projected into the token sequence of a decoder-only LM ({}), which needs an audio-LLM "
+    "layout (audio encoder + embedding + decoder graphs) that is not built yet"
+)
+BART_LIKE = (
+    "BART's encoder-decoder layout with {}: a switch of the generic encoder-decoder "
+    "(converter/models/seq2seq.py) not registered yet"
+)
+T5_LAYOUT = (
+    "T5's layout ({}): RMS layer norms without bias, relative position buckets added to "
+    "unscaled attention, no absolute positions; not registered yet"
+)
+
+SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
+    "audioflamingo3": ("speech", AUDIO_LM.format("Qwen2 behind a Whisper-style encoder")),
+    "bigbird_pegasus": (
+        "seq2seq",
+        "Pegasus' layout whose encoder runs BigBird block-sparse attention (a sliding window, "
+        "global and random blocks, switching to full attention below a length): that "
+        "length-dependent pattern is not built, and full attention would differ on long inputs",
+    ),
+    "blenderbot": (
+        "seq2seq",
+        BART_LIKE.format(
+            "pre-norm layers, a final layer_norm per stack, learned positions without BART's "
+            "+2 offset and no layernorm_embedding"
+        ),
+    ),
+    "blenderbot-small": (
+        "seq2seq",
+        BART_LIKE.format(
+            "post-norm layers, learned positions without the +2 offset and, in the decoder, "
+            "layernorm_embedding applied to the token embeddings before the positions are added"
+        ),
+    ),
+    "canary": (
+        "speech",
+        "a Parakeet FastConformer encoder (convolution modules, relative-position attention, "
+        "subsampling convolutions) under a transformer decoder: the conformer encoder is not "
+        "built",
+    ),
+    "cohere_asr": (
+        "speech",
+        "a Parakeet FastConformer encoder (convolution modules, relative-position attention, "
+        "subsampling convolutions) under a transformer decoder: the conformer encoder is not "
+        "built",
+    ),
+    "dia": (
+        "speech",
+        "text-to-speech, not speech-to-text: a decoder over several audio codebooks (a "
+        "multi-channel embedding, delay-pattern generation) that outputs audio codes for a "
+        "DAC codec, with no text logits to generate",
+    ),
+    "encoder-decoder": (
+        "seq2seq",
+        "EncoderDecoderModel composes any registered encoder with any causal decoder given "
+        "cross-attention (encoder and decoder configs nested in one file): composed pairs are "
+        "not built yet",
+    ),
+    "fsmt": (
+        "seq2seq",
+        "FairSeq's MT layout: separate source and target vocabularies (src_vocab_size, "
+        "tgt_vocab_size), sinusoidal positions offset by padding_idx + 1, its own tensor names "
+        "(encoder.embed_tokens, decoder.output_projection): not built yet",
+    ),
+    "fun_asr_nano": (
+        "speech",
+        AUDIO_LM.format("a Qwen-style LM behind an FSMN-memory (SAN-M) audio encoder"),
+    ),
+    "glmasr": ("speech", AUDIO_LM.format("a Llama-style LM behind a rotary audio encoder")),
+    "granite_speech": (
+        "speech",
+        AUDIO_LM.format("Granite behind a Conformer CTC encoder and a Q-Former projector"),
+    ),
+    "granite_speech_plus": (
+        "speech",
+        AUDIO_LM.format("Granite behind a Conformer CTC encoder and a Q-Former projector"),
+    ),
+    "kyutai_speech_to_text": (
+        "speech",
+        "a streaming decoder-only model over audio codec frames (Mimi codes, a conv padding "
+        "cache between calls) and text, not an encoder-decoder: its audio codec and cache are "
+        "not built",
+    ),
+    "led": (
+        "seq2seq",
+        "Longformer's encoder-decoder: local windowed attention with global tokens in the "
+        "encoder (sequences padded to a multiple of the window): the windowed global pattern "
+        "is not built",
+    ),
+    "longt5": (
+        "seq2seq",
+        T5_LAYOUT.format("plus local or transient-global encoder attention over blocks"),
+    ),
+    "m2m_100": (
+        "seq2seq",
+        BART_LIKE.format(
+            "pre-norm layers, final layer norms, sinusoidal positions offset by padding_idx + "
+            "1 that skip pad tokens, and scaled embeddings"
+        ),
+    ),
+    "marian": (
+        "seq2seq",
+        BART_LIKE.format(
+            "post-norm layers, sinusoidal positions (sin and cos halves), scaled embeddings, "
+            "no layernorm_embedding and possibly a separate decoder vocabulary"
+        ),
+    ),
+    "moonshine": (
+        "speech",
+        "a speech encoder-decoder over raw audio (a conv stem with group norm, rotary "
+        "attention in both stacks, gated decoder MLPs): not built yet",
+    ),
+    "moonshine_streaming": (
+        "speech",
+        "Moonshine's streaming variant: a causal-conv encoder with per-frame CMVN and asinh "
+        "compression, run over chunks with a sliding window: not built yet",
+    ),
+    "moss_transcribe_diarize": (
+        "speech",
+        AUDIO_LM.format("a Qwen-style LM behind a Whisper-style encoder"),
+    ),
+    "mt5": ("seq2seq", T5_LAYOUT.format("gated-GELU feed-forward, untied lm_head")),
+    "musicflamingo": ("speech", AUDIO_LM.format("Qwen2 behind a rotary audio encoder")),
+    "mvp": (
+        "seq2seq",
+        BART_LIKE.format(
+            "optional prompt modules (per-layer key/value prefixes from a prompt encoder) when "
+            "use_prompt is set"
+        ),
+    ),
+    "nemo_speechlm": (
+        "speech",
+        AUDIO_LM.format("a Nemotron LM behind a FastConformer audio encoder"),
+    ),
+    "nllb-moe": (
+        "seq2seq",
+        "M2M-100's layout with sparse mixture-of-experts feed-forward layers (top-2 routing "
+        "every expert_sparse_step layers, capacity limits): experts in encoder-decoders are "
+        "not built",
+    ),
+    "omniasr": ("speech", AUDIO_LM.format("a Llama-style LM behind a wav2vec2-style encoder")),
+    "pegasus": (
+        "seq2seq",
+        BART_LIKE.format(
+            "pre-norm layers, final layer norms, sinusoidal positions (sin and cos halves), "
+            "scaled embeddings and no layernorm_embedding"
+        ),
+    ),
+    "pegasus_x": (
+        "seq2seq",
+        "Pegasus-X's encoder runs block-local attention with staggered blocks and global "
+        "tokens: that pattern is not built",
+    ),
+    "plbart": (
+        "seq2seq",
+        BART_LIKE.format("scaled embeddings (otherwise BART's post-norm learned-position layers)"),
+    ),
+    "pop2piano": (
+        "speech",
+        "T5's layout over a mel spectrogram input concatenated with a composer embedding; "
+        "generates MIDI tokens: the spectrogram front end is not built",
+    ),
+    "prophetnet": (
+        "seq2seq",
+        "n-stream self-attention in the decoder (a main stream and ngram predicting streams "
+        "with relative position buckets per stream): not built",
+    ),
+    "qwen2_audio": ("speech", AUDIO_LM.format("Qwen2 behind a Whisper encoder")),
+    "qwen3_asr": ("speech", AUDIO_LM.format("Qwen3 behind a sinusoidal audio encoder")),
+    "seamless_m4t": (
+        "speech",
+        "SeamlessM4T's text-to-text head shares a multi-task model (speech encoder, text "
+        "encoder-decoder, unit decoder, vocoder) whose checkpoints hold all parts: "
+        "selecting and converting its text encoder-decoder is not built yet",
+    ),
+    "seamless_m4t_v2": (
+        "speech",
+        "SeamlessM4T v2's text-to-text head shares a multi-task model (speech encoder, text "
+        "encoder-decoder, unit decoder, vocoder) whose checkpoints hold all parts: "
+        "selecting and converting its text encoder-decoder is not built yet",
+    ),
+    "speech-encoder-decoder": (
+        "speech",
+        "SpeechEncoderDecoderModel composes a speech encoder (wav2vec2, ...) with a causal "
+        "decoder given cross-attention: composed pairs are not built yet",
+    ),
+    "speech_to_text": (
+        "speech",
+        "a speech encoder-decoder over filter-bank features (two strided Conv1d with GLU "
+        "subsampling, sinusoidal positions, pre-norm BART-like layers): not built yet",
+    ),
+    "speecht5": (
+        "speech",
+        "SpeechT5's speech-to-text head: a speech pre-net (wav2vec2-like feature encoder), "
+        "relative position biases in the encoder and its own text post-net: not built yet",
+    ),
+    "switch_transformers": (
+        "seq2seq",
+        T5_LAYOUT.format("with sparse mixture-of-experts feed-forward layers and top-1 routing"),
+    ),
+    "t5": ("seq2seq", T5_LAYOUT.format("ReLU or gated-GELU feed-forward, tied lm_head scaled")),
+    "t5gemma": (
+        "seq2seq",
+        "Gemma 2 layers as encoder and decoder (rotary positions, soft-capped logits, "
+        "sliding windows) with cross-attention: not built yet",
+    ),
+    "t5gemma2": (
+        "seq2seq",
+        "Gemma 3 layers as encoder and decoder with a merged self/cross attention and a "
+        "vision tower for multimodal inputs: not built yet",
+    ),
+    "umt5": ("seq2seq", T5_LAYOUT.format("a relative attention bias in every layer")),
+    "vibevoice": (
+        "speech",
+        "text-to-speech: a Qwen2 LM with a diffusion head over acoustic latents; no text "
+        "logits to generate from speech",
+    ),
+    "vibevoice_asr": (
+        "speech",
+        AUDIO_LM.format("Qwen2 behind causal-conv acoustic and semantic tokenizers"),
+    ),
+    "voxtral": ("speech", AUDIO_LM.format("a Mistral LM behind a Whisper-style encoder")),
+    "voxtral_realtime": (
+        "speech",
+        AUDIO_LM.format("a Mistral LM behind a causal-conv streaming encoder with conv caches"),
+    ),
+    "whisper": (
+        "speech",
+        "a speech encoder-decoder over log-mel features (two Conv1d, sinusoidal encoder "
+        "positions, pre-norm layers, learned decoder positions): not registered yet",
+    ),
+}

@@ -1,0 +1,72 @@
+"""transformers encoder-decoders on tiny random weights, and the inputs both sides are fed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+
+from tests.parity.seq2seq_cases import Seq2SeqCase
+
+RNG = np.random.default_rng(0)
+BATCH, SOURCE, TARGET = 2, 9, 6
+# the second source row is padded after 5 tokens
+SOURCE_MASK = np.array([[1] * SOURCE, [1] * 5 + [0] * (SOURCE - 5)])
+
+
+def make_seq2seq(case_id: str, case: Seq2SeqCase, folder: Path):
+    """A random `case.model_class` model for `case`, saved to `folder` (weights and buffers
+    such as final_logits_bias noised, so biases and norms are not trivial)."""
+    config = transformers.AutoConfig.for_model(**case.config)
+    for key, value in case.overrides.items():
+        setattr(config, key, value)
+    config._attn_implementation = "eager"
+    torch.manual_seed(sum(map(ord, case_id)))
+    model = getattr(transformers, case.model_class).from_config(config)
+    with torch.no_grad():
+        for tensor in [*model.parameters(), *model.buffers()]:
+            if tensor.is_floating_point():
+                tensor.add_(torch.randn_like(tensor) * 0.05)
+    model.eval()
+    model.save_pretrained(folder)
+    return model
+
+
+def text_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Two source sentences, the second padded with the pad token after 5 tokens."""
+    ids = RNG.integers(3, config["vocab_size"], size=(BATCH, SOURCE))
+    ids = np.where(SOURCE_MASK == 1, ids, config.get("pad_token_id", 0))
+    return {"input_ids": ids, "attention_mask": SOURCE_MASK}
+
+
+# the encoder's inputs by modality; speech families add theirs (input_features, ...)
+INPUTS = {"text": text_inputs}
+
+
+def kept_positions(case: Seq2SeqCase, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
+    """[batch, encoder positions] 1 where the encoder output is compared (None: all)."""
+    return feeds.get("attention_mask") if case.inputs == "text" else None
+
+
+def decoder_ids(model) -> np.ndarray:
+    """Teacher-forced decoder tokens: the decoder start token, then random ones."""
+    start = model.generation_config.decoder_start_token_id
+    if start is None:
+        start = model.config.decoder_start_token_id
+    if start is None:
+        start = model.config.eos_token_id
+    vocab = model.config.get_text_config(decoder=True).vocab_size
+    ids = RNG.integers(3, vocab, size=(BATCH, TARGET))
+    ids[:, 0] = start
+    return ids
+
+
+def reference(model, feeds: dict[str, np.ndarray], ids: np.ndarray):
+    """(encoder last_hidden_state, logits of the whole teacher-forced sequence)."""
+    tensors = {name: torch.from_numpy(value) for name, value in feeds.items()}
+    with torch.no_grad():
+        encoded = model.get_encoder()(**tensors).last_hidden_state
+        logits = model(**tensors, decoder_input_ids=torch.from_numpy(ids)).logits
+    return encoded.numpy(), logits.numpy()
