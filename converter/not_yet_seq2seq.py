@@ -129,7 +129,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "speech",
         AUDIO_LM.format("a Qwen-style LM behind a Whisper-style encoder"),
     ),
-    "mt5": ("seq2seq", T5_LAYOUT.format("gated-GELU feed-forward, untied lm_head")),
     "musicflamingo": ("speech", AUDIO_LM.format("Qwen2 behind a rotary audio encoder")),
     "mvp": (
         "seq2seq",
@@ -208,7 +207,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "seq2seq",
         T5_LAYOUT.format("with sparse mixture-of-experts feed-forward layers and top-1 routing"),
     ),
-    "t5": ("seq2seq", T5_LAYOUT.format("ReLU or gated-GELU feed-forward, tied lm_head scaled")),
     "t5gemma": (
         "seq2seq",
         "Gemma 2 layers as encoder and decoder (rotary positions, soft-capped logits, "
@@ -219,7 +217,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "Gemma 3 layers as encoder and decoder with a merged self/cross attention and a "
         "vision tower for multimodal inputs: not built yet",
     ),
-    "umt5": ("seq2seq", T5_LAYOUT.format("a relative attention bias in every layer")),
     "vibevoice": (
         "speech",
         "text-to-speech: a Qwen2 LM with a diffusion head over acoustic latents; no text "

@@ -41,8 +41,7 @@ def bucket_table(bidirectional: bool, buckets: int, max_distance: int) -> np.nda
 
 
 class RelativeBias(nn.Module):
-    """`weight` [buckets, heads] (the checkpoint's relative_attention_bias.weight), read as
-    [1, heads, queries, keys] for query and key positions given as int64 vectors."""
+    """`weight` [buckets, heads]: the checkpoint's relative_attention_bias.weight."""
 
     def __init__(
         self, buckets: int, heads: int, max_distance: int, bidirectional: bool, dtype: ir.DataType
@@ -52,10 +51,15 @@ class RelativeBias(nn.Module):
         self.table = bucket_table(bidirectional, buckets, max_distance)
         self.max_distance = max_distance
 
-    def forward(self, op, query_positions, key_positions):
-        distance = op.Sub(op.Unsqueeze(key_positions, [0]), op.Unsqueeze(query_positions, [1]))
+    def forward(self, op, distance):
+        """The bias of int64 distances (key - query) of any shape, with the heads last."""
         low, high = (op.Constant(value_int=v) for v in (0, 2 * self.max_distance))
         index = op.Clip(op.Add(distance, self.max_distance), low, high)
         buckets = op.Gather(op.Constant(value=ir.tensor(self.table)), index, axis=0)
-        values = op.Gather(self.weight, buckets, axis=0)  # [queries, keys, heads]
-        return op.Unsqueeze(op.Transpose(values, perm=[2, 0, 1]), [0])
+        return op.Gather(self.weight, buckets, axis=0)
+
+
+def pairwise_bias(op, relative: RelativeBias, query_positions, key_positions):
+    """[1, heads, queries, keys]: the bias of each key position for each query position."""
+    distance = op.Sub(op.Unsqueeze(key_positions, [0]), op.Unsqueeze(query_positions, [1]))
+    return op.Unsqueeze(op.Transpose(relative(op, distance), perm=[2, 0, 1]), [0])

@@ -1,0 +1,34 @@
+from tests.parity.seq2seq_cases import Seq2SeqCase
+
+# T5's keys at the sizes the other encoder-decoder cases use; 8 buckets reaching 5 tokens, so
+# the short parity sequences cross into the logarithmic and the saturated buckets
+T5_SIZES = {
+    "vocab_size": 128,
+    "d_model": 64,
+    "d_kv": 16,
+    "d_ff": 96,
+    "num_layers": 2,
+    "num_heads": 4,
+    "relative_attention_num_buckets": 8,
+    "relative_attention_max_distance": 5,
+    "pad_token_id": 0,
+    "eos_token_id": 1,
+    "decoder_start_token_id": 0,
+}
+
+CASES = {
+    "t5": Seq2SeqCase({"model_type": "t5", **T5_SIZES}),
+    # T5 v1.1 / FLAN-T5: gated-GELU, an own lm_head, no logit scale; 3 decoder layers
+    "t5:v1.1": Seq2SeqCase(
+        {
+            "model_type": "t5",
+            **T5_SIZES,
+            "feed_forward_proj": "gated-gelu",
+            "tie_word_embeddings": False,
+            "num_decoder_layers": 3,
+        }
+    ),
+    "mt5": Seq2SeqCase({"model_type": "mt5", **T5_SIZES, "d_kv": 8}),
+    "umt5": Seq2SeqCase({"model_type": "umt5", **T5_SIZES, "feed_forward_proj": "gated-silu"}),
+}
+
