@@ -97,10 +97,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder (sequences padded to a multiple of the window): the windowed global pattern "
         "is not built",
     ),
-    "longt5": (
-        "seq2seq",
-        T5_LAYOUT.format("plus local or transient-global encoder attention over blocks"),
-    ),
     "m2m_100": (
         "seq2seq",
         BART_LIKE.format(

@@ -32,3 +32,18 @@ CASES = {
     "umt5": Seq2SeqCase({"model_type": "umt5", **T5_SIZES, "feed_forward_proj": "gated-silu"}),
 }
 
+# LongT5: a radius of 2 (blocks of 3) bands the 9 source tokens; transient-global blocks of 2
+# give 4 global keys, the padded row's last real token folded into the block before it
+CASES |= {
+    "longt5:local": Seq2SeqCase({"model_type": "longt5", **T5_SIZES, "local_radius": 2}),
+    "longt5:tglobal": Seq2SeqCase(
+        {
+            "model_type": "longt5",
+            **T5_SIZES,
+            "encoder_attention_type": "transient-global",
+            "local_radius": 2,
+            "global_block_size": 2,
+            "feed_forward_proj": "gated-gelu",
+        }
+    ),
+}
