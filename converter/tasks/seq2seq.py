@@ -85,7 +85,7 @@ class Seq2SeqTask:
 
         cached = op.Cast(use_cache, to=i64)  # [1]: 1 on the cached steps
         self_kept = [tuple(_head(op, t, cached, axis=2) for t in pair) for pair in self_past]
-        fresh = op.Sub(1, cached)
+        fresh = op.Cast(op.Not(use_cache), to=i64)
         source = _head(op, encoder_hidden, fresh, axis=1)  # empty on the cached steps
         computed = model.cross_kv(op, source)
         cross = [
