@@ -3,11 +3,13 @@ under `onnx/`, named and shaped as Optimum's ORTModelForSeq2SeqLM and Transforme
 seq2seq models load them (other dtypes beside them: `encoder_model_fp16.onnx`, ...).
 
   onnx/encoder_model.onnx
-    inputs:  input_ids, attention_mask [batch_size, encoder_sequence_length] int64
+    inputs:  the model's `encoder_inputs`: input_ids, attention_mask [batch_size,
+             encoder_sequence_length] int64 for text (speech models name theirs)
     outputs: last_hidden_state [batch_size, encoder_sequence_length, d_model]
   onnx/decoder_model_merged.onnx
     inputs, in this order (Optimum pairs its cache with the cache inputs by position):
-             encoder_attention_mask [batch_size, encoder_sequence_length] int64
+             encoder_attention_mask [batch_size, encoder_sequence_length] int64 (only where
+                 the encoder reads an attention_mask)
              input_ids [batch_size, decoder_sequence_length] int64
              encoder_hidden_states [batch_size, encoder_sequence_length, d_model]
              per layer i: past_key_values.{i}.decoder.key / .value
@@ -63,11 +65,13 @@ class Seq2SeqTask:
     def encoder_component(self, model, cfg, dtype: ir.DataType) -> Component:
         graph = new_graph()
         builder = GraphBuilder(graph)
-        i64, tokens = ir.DataType.INT64, [BATCH, ENCODER_SEQUENCE]
-        input_ids = builder.input("input_ids", i64, tokens)
-        attention_mask = builder.input("attention_mask", i64, tokens)
-        hidden = model.encode(builder.op, input_ids, attention_mask)
-        set_output(builder, hidden, "last_hidden_state", [*tokens, cfg.d_model], dtype)
+        inputs = [
+            builder.input(name, input_type, dims)
+            for name, (input_type, dims) in model.encoder_inputs(dtype).items()
+        ]
+        hidden = model.encode(builder.op, *inputs)
+        dims = [BATCH, ENCODER_SEQUENCE, cfg.d_model]
+        set_output(builder, hidden, "last_hidden_state", dims, dtype)
         return Component("encoder", ENCODER_FILE, as_model(graph), model, {})
 
     def decoder_component(self, model, cfg, dtype: ir.DataType) -> Component:
@@ -76,7 +80,10 @@ class Seq2SeqTask:
         op, i64 = builder.op, ir.DataType.INT64
         # Optimum's input order: it zips its flat (self key, self value, cross key, cross
         # value) per-layer cache with the graph's cache inputs in declaration order
-        encoder_mask = builder.input("encoder_attention_mask", i64, [BATCH, ENCODER_SEQUENCE])
+        encoder_mask = None  # speech encoders' outputs have no padding to mask
+        if "attention_mask" in model.encoder_inputs(dtype):
+            dims = [BATCH, ENCODER_SEQUENCE]
+            encoder_mask = builder.input("encoder_attention_mask", i64, dims)
         input_ids = builder.input("input_ids", i64, [BATCH, DECODER_SEQUENCE])
         encoder_hidden = builder.input(
             "encoder_hidden_states", dtype, [BATCH, ENCODER_SEQUENCE, cfg.d_model]
