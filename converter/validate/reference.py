@@ -128,6 +128,10 @@ def model_outputs(model, role: str, tensors: dict) -> dict:
     return {"last_hidden_state": out.last_hidden_state, **pooled}
 
 
+# the transformers class of an encoder-decoder, by the modality its encoder reads
+SEQ2SEQ_CLASSES = {"text": "AutoModelForSeq2SeqLM", "audio": "AutoModelForSpeechSeq2Seq"}
+
+
 class TransformersSeq2Seq:
     """An encoder-decoder fed the ONNX encoder's inputs and teacher-forced decoder tokens, as
     converter/validate/seq2seq_runtime.py's OnnxSeq2Seq is run: the same `run` and `greedy`.
@@ -140,10 +144,15 @@ class TransformersSeq2Seq:
         self.torch, self.model = torch, model
 
     @classmethod
-    def load(cls, folder: Path, auto: str = "AutoModelForSeq2SeqLM") -> TransformersSeq2Seq:
+    def load(cls, folder: Path) -> TransformersSeq2Seq:
+        """The checkpoint in `folder` as its family's modality loads it (speech models by
+        AutoModelForSpeechSeq2Seq)."""
         import torch
         import transformers
 
+        config = json.loads((Path(folder) / "config.json").read_text())
+        modality = getattr(family_for(model_type_of(config)).model_class, "modality", "text")
+        auto = SEQ2SEQ_CLASSES[modality]
         model = getattr(transformers, auto).from_pretrained(
             folder, dtype=torch.float32, attn_implementation="eager"
         )
