@@ -47,7 +47,8 @@ def build(
     model_type = model_type_of(raw)
     family = family_for(model_type)
     cfg = family.rules.read(ConfigReader(family.rules.select(raw), model_type))
-    check_generation_config(source.path, cfg.vocab_size)
+    if hasattr(cfg, "vocab_size"):  # image encoders have no tokens to check
+        check_generation_config(source.path, cfg.vocab_size)
     checkpoint = Checkpoint(source.path)
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
     task_name = task_of(raw, family, task if isinstance(task, str) or task is None else task.name)

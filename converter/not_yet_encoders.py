@@ -430,10 +430,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "multimodal",
         "a two-tower text-image model (VideoPrismClipModel): its blocks are not built yet",
     ),
-    "vit": (
-        "vision",
-        "a vision model (ViTForImageClassification): its blocks are not built yet",
-    ),
     "vit_msn": (
         "vision",
         "a vision model (ViTMSNForImageClassification): its blocks are not built yet",

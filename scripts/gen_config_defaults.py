@@ -5,9 +5,9 @@ python scripts/gen_config_defaults.py --check  # exit 1 when it is stale
 
 For every registered family, the values its transformers configuration class gives a key that
 config.json leaves out: each field the class declares (not the generic ones of PreTrainedConfig)
-with a default other than None, plus the rope
-settings a default instance ends up with (`rope_theta`; Gemma 3's local base as
-`rope_local_base_freq`; `partial_rotary_factor`, which Phi defaults to 0.5; the whole
+with a default other than None (numbers, strings, or tuples of numbers such as Swin's
+`depths`), plus the rope settings a default instance ends up with (`rope_theta`; Gemma 3's
+local base as `rope_local_base_freq`; `partial_rotary_factor`, which Phi defaults to 0.5; the whole
 `rope_parameters` when a family's default rope is scaled, as Apertus' llama3 rope is). The
 converter reads the file; only this script imports transformers.
 """
@@ -37,11 +37,11 @@ def family_defaults(model_type: str) -> dict[str, Any]:
         for name in vars(klass).get("__annotations__", {})
     }
     defaults = {
-        f.name: f.default
+        f.name: list(f.default) if isinstance(f.default, tuple) else f.default
         for f in dataclasses.fields(cls)
         if f.name in declared - generic
         and not f.name.startswith("_")
-        and isinstance(f.default, bool | int | float | str)
+        and (isinstance(f.default, bool | int | float | str) or _numbers(f.default))
     }
     rope = cls().to_dict().get("rope_parameters")
     if rope:
@@ -56,6 +56,13 @@ def family_defaults(model_type: str) -> dict[str, Any]:
         if "partial_rotary_factor" in rope:
             defaults["partial_rotary_factor"] = rope["partial_rotary_factor"]
     return dict(sorted(defaults.items()))
+
+
+def _numbers(value: Any) -> bool:
+    """A tuple of numbers (per-stage widths and depths of image models)."""
+    return isinstance(value, tuple) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value
+    )
 
 
 def render() -> str:

@@ -1,6 +1,8 @@
 """Which task a build makes: the one asked for, else the head config.json's `architectures`
 names (`BertForMaskedLM` -> fill-mask, `BertModel` -> feature-extraction), else the family's
-default. A head mobius does not convert is refused by name."""
+default. A bare `...Model` is the headless task of the family's modality: its model class says
+which (`headless_task`, e.g. image-feature-extraction for `ViTModel`; feature-extraction unless
+it says). A head mobius does not convert is refused by name."""
 
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ def task_of(raw: dict, family, asked: str | None) -> str:
     head = architectures[0]
     endings = sorted((e for e in HEAD_TASKS if head.endswith(e)), key=len, reverse=True)
     task = HEAD_TASKS[endings[0]] if endings else None
+    if endings and endings[0] == "Model":
+        task = getattr(family.model_class, "headless_task", task)
     if task not in family.tasks:
         raise ConfigError(
             f"architectures[0] = {head!r} is a head mobius does not convert; {family.model_type} "

@@ -43,7 +43,16 @@ def text_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": TEXT_MASK, "token_type_ids": types}
 
 
-INPUTS = {"text": text_inputs}
+def image_inputs(config: dict) -> dict[str, np.ndarray]:
+    """A batch of two random images at the configured size (no padding: every patch is real)."""
+    full = transformers.AutoConfig.for_model(**config)
+    size = full.image_size
+    height, width = size if isinstance(size, list | tuple) else (size, size)
+    pixels = RNG.standard_normal((BATCH, full.num_channels, height, width))
+    return {"pixel_values": pixels.astype(np.float32)}
+
+
+INPUTS = {"text": text_inputs, "image": image_inputs}
 
 
 def reference_outputs(model, feeds: dict[str, np.ndarray]) -> object:
