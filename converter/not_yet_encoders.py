@@ -239,14 +239,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (MobileBertForMaskedLM): its blocks are not built yet",
     ),
-    "mobilenet_v1": (
-        "vision",
-        "a vision model (MobileNetV1ForImageClassification): its blocks are not built yet",
-    ),
-    "mobilenet_v2": (
-        "vision",
-        "a vision model (MobileNetV2ForImageClassification): its blocks are not built yet",
-    ),
     "mobilevit": (
         "vision",
         "a vision model (MobileViTForImageClassification): its blocks are not built yet",

@@ -5,7 +5,7 @@ python scripts/gen_config_defaults.py --check  # exit 1 when it is stale
 
 For every registered family, the values its transformers configuration class gives a key that
 config.json leaves out: each field the class declares (not the generic ones of PreTrainedConfig)
-with a default other than None (numbers, strings, or tuples of numbers such as Swin's
+with a default other than None (numbers, strings, or tuples of them such as Swin's
 `depths`), plus the rope settings a default instance ends up with (`rope_theta`; Gemma 3's
 local base as `rope_local_base_freq`; `partial_rotary_factor`, which Phi defaults to 0.5; the whole
 `rope_parameters` when a family's default rope is scaled, as Apertus' llama3 rope is). The
@@ -41,7 +41,7 @@ def family_defaults(model_type: str) -> dict[str, Any]:
         for f in dataclasses.fields(cls)
         if f.name in declared - generic
         and not f.name.startswith("_")
-        and (isinstance(f.default, bool | int | float | str) or _numbers(f.default))
+        and (isinstance(f.default, bool | int | float | str) or _per_stage(f.default))
     }
     rope = cls().to_dict().get("rope_parameters")
     if rope:
@@ -58,11 +58,10 @@ def family_defaults(model_type: str) -> dict[str, Any]:
     return dict(sorted(defaults.items()))
 
 
-def _numbers(value: Any) -> bool:
-    """A tuple of numbers (per-stage widths and depths of image models)."""
-    return isinstance(value, tuple) and all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in value
-    )
+def _per_stage(value: Any) -> bool:
+    """A tuple of plain values (per-stage settings of image models: widths, depths, CvT's
+    `qkv_bias` flags and projection methods)."""
+    return isinstance(value, tuple) and all(isinstance(v, bool | int | float | str) for v in value)
 
 
 def render() -> str:

@@ -17,6 +17,10 @@ def activation(op, name: str, x):
         return op.Gelu(x)
     if name == "relu":
         return op.Relu(x)
+    if name == "relu6":
+        return op.Clip(x, op.CastLike(0.0, x), op.CastLike(6.0, x))
+    if name == "hardswish":
+        return op.HardSwish(x)
     if name == "relu2":
         positive = op.Relu(x)
         return op.Mul(positive, positive)

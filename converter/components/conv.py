@@ -11,7 +11,8 @@ from converter.components.norms import LayerNorm
 
 
 class Conv2d(nn.Module):
-    """torch.nn.Conv2d: `weight` [out, in / groups, kh, kw], symmetric `padding`."""
+    """torch.nn.Conv2d: `weight` [out, in / groups, kh, kw], `padding` on both sides of each
+    axis (one int, or (height, width)), `dilation` between kernel taps."""
 
     def __init__(
         self,
@@ -20,16 +21,19 @@ class Conv2d(nn.Module):
         kernel: tuple[int, int] | int,
         dtype: ir.DataType,
         stride: tuple[int, int] | int = 1,
-        padding: int = 0,
+        padding: tuple[int, int] | int = 0,
         groups: int = 1,
         bias: bool = True,
+        dilation: int = 1,
     ):
         super().__init__()
         kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
         self.weight = nn.Parameter([out_channels, in_channels // groups, kh, kw], dtype)
         self.bias = nn.Parameter([out_channels], dtype) if bias else None
         self.strides = [stride, stride] if isinstance(stride, int) else list(stride)
-        self.kernel, self.padding, self.groups = [kh, kw], padding, groups
+        ph, pw = (padding, padding) if isinstance(padding, int) else padding
+        self.kernel, self.pads, self.groups = [kh, kw], [ph, pw, ph, pw], groups
+        self.dilations = [dilation, dilation]
 
     def forward(self, op, x):
         inputs = (x, self.weight) if self.bias is None else (x, self.weight, self.bias)
@@ -37,8 +41,9 @@ class Conv2d(nn.Module):
             *inputs,
             kernel_shape=self.kernel,
             strides=self.strides,
-            pads=[self.padding] * 4,
+            pads=self.pads,
             group=self.groups,
+            dilations=self.dilations,
         )
 
 

@@ -28,6 +28,11 @@ def make_encoder(case_id: str, case: EncoderCase, head: str, folder: Path):
     with torch.no_grad():
         for param in model.parameters():
             param.add_(torch.randn_like(param) * 0.05)
+        for module in model.modules():  # BatchNorm: scales near 1, statistics off 0 and 1
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+                module.weight.normal_(1.0, 0.2)
+                module.running_mean.normal_(0.0, 0.1)
+                module.running_var.uniform_(0.5, 1.5)
     model.eval()
     model.save_pretrained(folder)
     return model
