@@ -124,10 +124,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (DonutSwinForImageClassification): its blocks are not built yet",
     ),
-    "efficientnet": (
-        "vision",
-        "a vision model (EfficientNetForImageClassification): its blocks are not built yet",
-    ),
     "electra": (
         "encoder",
         "a text encoder (ElectraForMaskedLM): its blocks are not built yet",
