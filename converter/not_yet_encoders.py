@@ -34,10 +34,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (BigBirdForMaskedLM): its blocks are not built yet",
     ),
-    "bit": (
-        "vision",
-        "a vision model (BitForImageClassification): its blocks are not built yet",
-    ),
     "blip": (
         "multimodal",
         "a two-tower text-image model (BlipModel): its blocks are not built yet",
