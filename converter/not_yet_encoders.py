@@ -285,10 +285,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a text encoder (PerceiverForMaskedLM, PerceiverForImageClassificationLearned): "
         "its blocks are not built yet",
     ),
-    "poolformer": (
-        "vision",
-        "a vision model (PoolFormerForImageClassification): its blocks are not built yet",
-    ),
     "pp_lcnet": (
         "vision",
         "a vision model (PPLCNetForImageClassification): its blocks are not built yet",
