@@ -201,10 +201,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (LayoutLMForMaskedLM): its blocks are not built yet",
     ),
-    "levit": (
-        "vision",
-        "a vision model (LevitForImageClassification): its blocks are not built yet",
-    ),
     "longformer": (
         "encoder",
         "a text encoder (LongformerForMaskedLM): its blocks are not built yet",
