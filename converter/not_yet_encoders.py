@@ -71,10 +71,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (ConvNextV2ForImageClassification): its blocks are not built yet",
     ),
-    "cvt": (
-        "vision",
-        "a vision model (CvtForImageClassification): its blocks are not built yet",
-    ),
     "data2vec-audio": (
         "audio",
         "a speech encoder (Data2VecAudioForCTC, Data2VecAudioForSequenceClassification): "

@@ -1,9 +1,10 @@
-"""What convolutional image encoders share on top of converter/models/vision.py: a body that
-keeps its config and says whether it builds the pooler, feature maps of any height and width,
-and the checkpoint tensors no graph reads."""
+"""What convolutional and hybrid image encoders share on top of converter/models/vision.py: a
+body that keeps its config and says whether it builds the pooler, feature maps of any height and
+width, the checkpoint tensors no graph reads, and the moves between maps and token sequences."""
 
 from __future__ import annotations
 
+import onnx_ir as ir
 from onnxscript import nn
 
 from converter.config.convnet import ConvNetConfig
@@ -28,3 +29,20 @@ class ConvNetBody(nn.Module):
 
     def image_dims(self) -> tuple[int | str, int | str]:
         return self.cfg.image_size if self.static else (HEIGHT, WIDTH)
+
+
+def to_tokens(op, maps):
+    """[batch, channels, height, width] -> [batch, height * width, channels]"""
+    return op.Transpose(op.Reshape(maps, [0, 0, -1]), perm=[0, 2, 1])
+
+
+def to_maps(op, tokens, size):
+    """[batch, height * width, channels] -> [batch, channels, height, width]: `size` is
+    (height, width), numbers or the 1-D tensor `map_size` gives."""
+    shape = op.Concat([0, 0], size, axis=0) if isinstance(size, ir.Value) else [0, 0, *size]
+    return op.Reshape(op.Transpose(tokens, perm=[0, 2, 1]), shape)
+
+
+def map_size(op, maps):
+    """The (height, width) of maps [batch, channels, height, width] at run time."""
+    return op.Shape(maps, start=2, end=4)
