@@ -281,10 +281,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (PPLCNetForImageClassification): its blocks are not built yet",
     ),
-    "pvt_v2": (
-        "vision",
-        "a vision model (PvtV2ForImageClassification): its blocks are not built yet",
-    ),
     "reformer": (
         "encoder",
         "a text encoder (ReformerForMaskedLM): its blocks are not built yet",
