@@ -313,10 +313,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (RoFormerForMaskedLM): its blocks are not built yet",
     ),
-    "segformer": (
-        "vision",
-        "a vision model (SegformerForImageClassification): its blocks are not built yet",
-    ),
     "sew": (
         "audio",
         "a speech encoder (SEWForCTC, SEWForSequenceClassification): its blocks are not built yet",
