@@ -223,14 +223,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (MobileBertForMaskedLM): its blocks are not built yet",
     ),
-    "mobilevit": (
-        "vision",
-        "a vision model (MobileViTForImageClassification): its blocks are not built yet",
-    ),
-    "mobilevitv2": (
-        "vision",
-        "a vision model (MobileViTV2ForImageClassification): its blocks are not built yet",
-    ),
     "modernbert": (
         "encoder",
         "a text encoder (ModernBertForMaskedLM): its blocks are not built yet",
