@@ -144,10 +144,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (FNetForMaskedLM): its blocks are not built yet",
     ),
-    "focalnet": (
-        "vision",
-        "a vision model (FocalNetForImageClassification): its blocks are not built yet",
-    ),
     "funnel": (
         "encoder",
         "a text encoder (FunnelForMaskedLM): its blocks are not built yet",
