@@ -156,10 +156,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (GteForMaskedLM): its blocks are not built yet",
     ),
-    "hgnet_v2": (
-        "vision",
-        "a vision model (HGNetV2ForImageClassification): its blocks are not built yet",
-    ),
     "hiera": (
         "vision",
         "a vision model (HieraForImageClassification): its blocks are not built yet",
@@ -264,10 +260,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (PerceiverForMaskedLM, PerceiverForImageClassificationLearned): "
         "its blocks are not built yet",
-    ),
-    "pp_lcnet": (
-        "vision",
-        "a vision model (PPLCNetForImageClassification): its blocks are not built yet",
     ),
     "reformer": (
         "encoder",

@@ -8,6 +8,8 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.config.convnet import ConvNetConfig
+from converter.errors import ConfigError
+from converter.tasks.encoding import BATCH
 from converter.tasks.image_encoding import HEIGHT, WIDTH
 
 # the height and width of feature maps: the input's, divided by the model's total stride
@@ -46,3 +48,26 @@ def to_maps(op, tokens, size):
 def map_size(op, maps):
     """The (height, width) of maps [batch, channels, height, width] at run time."""
     return op.Shape(maps, start=2, end=4)
+
+
+class ClassifierOnly(nn.Module):
+    """A family transformers gives only a classifier (no bare `...Model`): its modules sit at
+    the checkpoint's top level. Subclasses build them and return the logits from `logits`."""
+
+    heads = ("image-classification",)
+
+    def __init__(self, cfg: ConvNetConfig, dtype, ep, task: str, tensors: frozenset[str]):
+        super().__init__()
+        if task not in self.heads:
+            raise ConfigError(f"{cfg.model_type} converts for image-classification only")
+        self.cfg = cfg
+
+    def image_dims(self) -> tuple[str, str]:
+        return (HEIGHT, WIDTH)
+
+    def logits(self, op, pixel_values):
+        raise NotImplementedError
+
+    def forward(self, op, inputs) -> dict:
+        logits = self.logits(op, inputs.pixel_values)
+        return {"logits": (logits, [BATCH, self.cfg.num_labels])}

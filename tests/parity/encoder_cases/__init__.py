@@ -16,6 +16,8 @@ class EncoderCase:
     heads: tuple[str, ...]
     inputs: str = "text"
     overrides: dict = field(default_factory=dict)  # config keys set after construction
+    # an output's name in transformers' output where it differs (PP-LCNet's logits)
+    reference_names: dict = field(default_factory=dict)
 
 
 def _gather() -> dict[str, EncoderCase]:
