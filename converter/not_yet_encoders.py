@@ -336,10 +336,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (TapasForMaskedLM): its blocks are not built yet",
     ),
-    "textnet": (
-        "vision",
-        "a vision model (TextNetForImageClassification): its blocks are not built yet",
-    ),
     "timm_wrapper": (
         "vision",
         "a vision model (TimmWrapperForImageClassification): its blocks are not built yet",
