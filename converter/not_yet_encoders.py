@@ -320,10 +320,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (SqueezeBertForMaskedLM): its blocks are not built yet",
     ),
-    "swiftformer": (
-        "vision",
-        "a vision model (SwiftFormerForImageClassification): its blocks are not built yet",
-    ),
     "swin": (
         "vision",
         "a vision model (SwinForImageClassification): its blocks are not built yet",
