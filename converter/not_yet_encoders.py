@@ -169,10 +169,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (IBertForMaskedLM): its blocks are not built yet",
     ),
-    "ijepa": (
-        "vision",
-        "a vision model (IJepaForImageClassification): its blocks are not built yet",
-    ),
     "imagegpt": (
         "vision",
         "a vision model (ImageGPTForImageClassification): its blocks are not built yet",
@@ -361,10 +357,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "videoprism": (
         "multimodal",
         "a two-tower text-image model (VideoPrismClipModel): its blocks are not built yet",
-    ),
-    "vit_msn": (
-        "vision",
-        "a vision model (ViTMSNForImageClassification): its blocks are not built yet",
     ),
     "wav2vec2": (
         "audio",
