@@ -50,7 +50,7 @@ class Command:
 def usage(handle: str) -> str:
     """The grammar, for help replies and errors (no line starts with a command)."""
     return (
-        f"Usage: `@{handle} convert [--ep cpu,cuda] [--dtype f32,f16,int4] [--to pr|repo] "
+        f"Usage: `@{handle} convert [--ep cpu,cuda] [--dtype f32,f16,int8,int4] [--to pr|repo] "
         f"[--revision REV]`, `@{handle} status` or `@{handle} help`. Defaults: `--ep cpu "
         "--dtype f32 --to pr`. On GitHub: `/convert <namespace/name> [same flags]`."
     )

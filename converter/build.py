@@ -35,8 +35,9 @@ def build(
     """Convert a Hub repo id or a local folder into an ONNX package (not yet saved).
 
     `ep` picks the graph (`default`: portable standard ops; `cpu`, `cuda`, `dml`,
-    `webgpu`: that EP's fused kernels); `dtype` is f32, f16, bf16 or int4 (int4 weights
-    with the EP's activation dtype). Unsupported pairs fail before any download. `task`
+    `webgpu`: that EP's fused kernels); `dtype` is f32, f16, bf16, int8 (dynamic int8:
+    int8 weights, activations quantized at run time) or int4 (int4 weights with the EP's
+    activation dtype). Unsupported pairs fail before any download. `task`
     names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
     """
@@ -74,7 +75,8 @@ def build(
     )
     report = LoweringReport()
     for component in components:
-        report.merge(lower(component, Plan(provider, quantization), float_type))
+        plan = Plan(provider, quantization, int8=dtype == "int8")
+        report.merge(lower(component, plan, float_type))
     return ModelPackage(components, cfg, family, task, source, ep, dtype, report)
 
 

@@ -22,7 +22,10 @@ MOE = "MoE"  # com.microsoft mixture of experts (routing, experts and weighted s
 QMOE = "QMoE"  # com.microsoft MoE over block-wise 4-bit experts
 ENCODER_MHA = "MultiHeadAttention"  # com.microsoft bidirectional attention with a padding mask
 
-DTYPES = ("f32", "f16", "bf16", "int4")
+DTYPES = ("f32", "f16", "bf16", "int8", "int4")
+# int8 is dynamic quantization (converter/lowering/int8.py): int8 weights, activations quantized
+# at run time by DynamicQuantizeLinear, whose ONNX schema takes float32 only.
+INT8_ACTIVATION = "f32"
 
 
 @dataclass(frozen=True)
@@ -45,13 +48,21 @@ class ExecutionProvider:
     gqa_sinks: bool = False  # whether its GQA kernel is known to read head_sink (attention sinks)
     moe_dtypes: tuple[str, ...] = ()  # activation dtypes its MoE kernel runs
     qmoe_dtypes: tuple[str, ...] = ()  # activation dtypes its QMoE kernel runs
+    # (dtype, why not) for dtypes this EP does not run, named in the refusal
+    refusals: tuple[tuple[str, str], ...] = ()
 
     def has(self, fusion: str) -> bool:
         return fusion in self.fusions
 
     def activation_dtype(self, dtype: str) -> str:
-        """The float dtype activations use for `dtype` (int4 means int4 weights)."""
+        """The float dtype activations use for `dtype` (int4 and int8 name the weights)."""
+        if dtype == "int8":
+            return INT8_ACTIVATION
         return self.int4_activation if dtype == "int4" else dtype
+
+    def refusal(self, dtype: str) -> str | None:
+        """Why this EP does not run `dtype`, where the record says."""
+        return dict(self.refusals).get(dtype)
 
     def gqa_unsupported_reason(
         self,
@@ -131,11 +142,14 @@ _FUSED = frozenset(
 EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
     ep.name: ep
     for ep in (
-        ExecutionProvider("default", "CPUExecutionProvider", ("f32", "f16", "int4"), frozenset()),
+        ExecutionProvider(
+            "default", "CPUExecutionProvider", ("f32", "f16", "int8", "int4"), frozenset()
+        ),
         ExecutionProvider(
             "cpu",
             "CPUExecutionProvider",
-            ("f32", "f16", "int4"),
+            # int8: onnxruntime's CPU EP fuses the standard chain into DynamicQuantizeMatMul
+            ("f32", "f16", "int8", "int4"),
             _FUSED,
             int4_accuracy_level=4,
             # measured on onnxruntime 1.32 (docs/execution-providers.md): head_size % 8 == 0,
@@ -164,11 +178,21 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             gqa_window_offset=0,
             moe_dtypes=("f32", "f16", "bf16"),
             qmoe_dtypes=("f16", "bf16"),
+            refusals=(
+                (
+                    "int8",
+                    "onnxruntime's CUDA EP has no DynamicQuantizeLinear kernel and its "
+                    "MatMulInteger takes int8 activations only (dynamic quantization makes "
+                    "uint8): the int8 MatMuls would run on CPU",
+                ),
+            ),
         ),
         ExecutionProvider(
             "dml",
             "DmlExecutionProvider",
-            ("f32", "f16", "int4"),
+            # int8: the published kernel table has DynamicQuantizeLinear (float) and
+            # MatMulInteger (uint8 or int8 on both sides)
+            ("f32", "f16", "int8", "int4"),
             # no GatherBlockQuantized kernel in the published table; its GroupQueryAttention
             # (DmlOperatorGroupQueryAttention.cpp) passes q, k, v, past lengths, heads and scale
             # to DirectML's multi-head attention and reads neither cos/sin (do_rotary),
@@ -189,6 +213,13 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             # attention.cc's InPlaceSoftmax starts the window at causal length -
             # local_window_size (its flash path is skipped while a window applies)
             gqa_window_offset=0,
+            refusals=(
+                (
+                    "int8",
+                    "onnxruntime's WebGPU EP has no MatMulInteger or DynamicQuantizeLinear "
+                    "kernel: the int8 MatMuls would run on CPU",
+                ),
+            ),
         ),
     )
 }
@@ -205,8 +236,10 @@ def execution_provider(name: str, dtype: str) -> ExecutionProvider:
         raise MobiusError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
     if dtype not in ep.dtypes:
         runs = [e.name for e in EXECUTION_PROVIDERS.values() if dtype in e.dtypes]
+        why = ep.refusal(dtype)
         raise MobiusError(
             f"execution provider {name!r} does not run {dtype} (it runs "
-            f"{', '.join(ep.dtypes)}); {dtype} is available for {', '.join(runs)}"
+            f"{', '.join(ep.dtypes)}){f': {why}' if why else ''}; {dtype} is available for "
+            f"{', '.join(runs)}"
         )
     return ep

@@ -5,185 +5,104 @@ image-classification, zero-shot-image-classification, CTC and audio-classificati
 listed here)."""
 
 ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
-    "albert": (
-        "encoder",
-        "a text encoder (AlbertForMaskedLM): its blocks are not built yet",
-    ),
     "align": (
         "multimodal",
-        "a two-tower text-image model (AlignModel): its blocks are not built yet",
-    ),
-    "altclip": (
-        "multimodal",
-        "a two-tower text-image model (AltCLIPModel): its blocks are not built yet",
-    ),
-    "audio-spectrogram-transformer": (
-        "audio",
-        "an audio encoder (ASTForAudioClassification): its blocks are not built yet",
+        "AlignModel's vision tower is an EfficientNet (depthwise-separable convolutions, "
+        "squeeze-and-excitation, BatchNorm blocks), which has no blocks here yet; its "
+        "BERT text tower and temperature-scaled similarities would reuse the two-tower "
+        "model",
     ),
     "bart": (
         "seq2seq",
         "BartForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"
         "decoders are issue 13",
     ),
-    "beit": (
-        "vision",
-        "a vision model (BeitForImageClassification): its blocks are not built yet",
-    ),
     "big_bird": (
         "encoder",
-        "a text encoder (BigBirdForMaskedLM): its blocks are not built yet",
+        "BERT's layers, but the released checkpoints run block_sparse attention: beyond "
+        "(5 + 2 num_random_blocks) block_size tokens transformers pads the sequence to whole "
+        "blocks and lets each query block see the first and last blocks, a 3-block sliding "
+        "window and num_random_blocks random blocks (at inference all copies of block 0, "
+        "weighting it again in the softmax), with special second and second-to-last blocks; "
+        "below that length it switches to full attention. That length-dependent pattern is not "
+        "built, and a full-attention graph would differ on long inputs",
     ),
     "blip": (
         "multimodal",
-        "a two-tower text-image model (BlipModel): its blocks are not built yet",
+        "BlipModel, the zero-shot class, is deprecated by transformers and the Hub's BLIP"
+        " checkpoints are its captioning, VQA and image-text-matching heads; its ViT "
+        "packs q/k/v in one `qkv` and its text tower is a BERT whose layers carry cross-"
+        "attention: not built yet",
     ),
     "blip-2": (
         "multimodal",
-        "a two-tower text-image model (Blip2ForImageTextRetrieval): its blocks are not built yet",
-    ),
-    "camembert": (
-        "encoder",
-        "a text encoder (CamembertForMaskedLM): its blocks are not built yet",
-    ),
-    "chinese_clip": (
-        "multimodal",
-        "a two-tower text-image model (ChineseCLIPModel): its blocks are not built yet",
-    ),
-    "clip": (
-        "multimodal",
-        "a two-tower text-image model (CLIPModel, CLIPForImageClassification): its blocks"
-        " are not built yet",
+        "Blip2ForImageTextRetrieval needs the Q-Former: learned query tokens cross-"
+        "attending the ViT-g's image states every other layer, the text run through the "
+        "same Q-Former, and the similarity the maximum over the query embeddings: not "
+        "built yet",
     ),
     "clipseg": (
         "multimodal",
-        "a two-tower text-image model (CLIPSegModel): its blocks are not built yet",
+        "CLIPSegModel resizes its vision position grid (bicubic) to the processor's "
+        "352-pixel images by default (interpolate_pos_encoding=True, while "
+        "vision_config.image_size is 224), which the fixed-size CLIP vision tower does "
+        "not; the family's real head, CLIPSegForImageSegmentation (a FiLM-conditioned "
+        "decoder over extracted layers), is image segmentation: not built yet",
     ),
     "convbert": (
         "encoder",
-        "a text encoder (ConvBertForMaskedLM): its blocks are not built yet",
-    ),
-    "convnext": (
-        "vision",
-        "a vision model (ConvNextForImageClassification): its blocks are not built yet",
-    ),
-    "convnextv2": (
-        "vision",
-        "a vision model (ConvNextV2ForImageClassification): its blocks are not built yet",
-    ),
-    "data2vec-audio": (
-        "audio",
-        "a speech encoder (Data2VecAudioForCTC, Data2VecAudioForSequenceClassification): "
-        "its blocks are not built yet",
-    ),
-    "data2vec-text": (
-        "encoder",
-        "a text encoder (Data2VecTextForMaskedLM): its blocks are not built yet",
-    ),
-    "data2vec-vision": (
-        "vision",
-        "a vision model (Data2VecVisionForImageClassification): its blocks are not built yet",
-    ),
-    "deberta": (
-        "encoder",
-        "a text encoder (DebertaForMaskedLM): its blocks are not built yet",
-    ),
-    "deberta-v2": (
-        "encoder",
-        "a text encoder (DebertaV2ForMaskedLM): its blocks are not built yet",
-    ),
-    "deit": (
-        "vision",
-        "a vision model (DeiTForImageClassification): its blocks are not built yet",
+        "ConvBERT's mixed attention is not built: beside head_ratio-reduced attention "
+        "heads, span-based dynamic convolution heads generate a conv_kernel_size kernel "
+        "per token (conv_kernel_layer from a SeparableConv1D key) and apply it by "
+        "unfolding the sequence, and its feed-forward layers are grouped linears "
+        "(num_groups)",
     ),
     "dinat": (
         "vision",
         "a vision model (DinatForImageClassification): its blocks are not built yet",
     ),
-    "dinov2": (
-        "vision",
-        "a vision model (Dinov2ForImageClassification): its blocks are not built yet",
-    ),
-    "dinov2_with_registers": (
-        "vision",
-        "a vision model (Dinov2WithRegistersForImageClassification): its blocks are not built yet",
-    ),
-    "distilbert": (
-        "encoder",
-        "a text encoder (DistilBertForMaskedLM): its blocks are not built yet",
-    ),
     "donut-swin": (
         "vision",
         "a vision model (DonutSwinForImageClassification): its blocks are not built yet",
-    ),
-    "electra": (
-        "encoder",
-        "a text encoder (ElectraForMaskedLM): its blocks are not built yet",
-    ),
-    "ernie": (
-        "encoder",
-        "a text encoder (ErnieForMaskedLM): its blocks are not built yet",
-    ),
-    "esm": (
-        "encoder",
-        "a text encoder (EsmForMaskedLM): its blocks are not built yet",
     ),
     "esmc": (
         "encoder",
         "a text encoder (EsmcForMaskedLM): its blocks are not built yet",
     ),
-    "eurobert": (
-        "encoder",
-        "a text encoder (EuroBertForMaskedLM): its blocks are not built yet",
-    ),
-    "flaubert": (
-        "encoder",
-        "a text encoder (FlaubertWithLMHeadModel): its blocks are not built yet",
-    ),
     "fnet": (
         "encoder",
-        "a text encoder (FNetForMaskedLM): its blocks are not built yet",
+        "FNet's token mixing is not built: each layer takes the real part of a 2-D "
+        "Fourier transform over sequence and hidden axes (torch.fft.fftn; ONNX DFT or "
+        "cos/sin matrices of the dynamic length), and it has no attention and ignores "
+        "attention_mask, so the encoder kernels and their fused-kernel checks do not "
+        "apply",
     ),
     "funnel": (
         "encoder",
-        "a text encoder (FunnelForMaskedLM): its blocks are not built yet",
+        "Funnel Transformer's blocks are not built: the sequence is mean-pooled (stride "
+        "2) between blocks (optionally keeping the CLS token apart, separate_cls, "
+        "truncate_seq), attention is relative with per-block sinusoidal position "
+        "encodings (factorized or relative_shift, plus token-type biases), and full-"
+        "length heads need its decoder that upsamples and adds the first block's output",
     ),
     "granite_speech5_ctc": (
         "audio",
-        "a speech encoder (GraniteSpeech5ForCTC): its blocks are not built yet",
-    ),
-    "gte": (
-        "encoder",
-        "a text encoder (GteForMaskedLM): its blocks are not built yet",
+        "a mel-feature Conformer whose attention runs block-wise (context_size chunks) "
+        "with Shaw relative positions, and subsampling blocks between layers: not built "
+        "yet",
     ),
     "hiera": (
         "vision",
         "a vision model (HieraForImageClassification): its blocks are not built yet",
     ),
-    "hubert": (
-        "audio",
-        "a speech encoder (HubertForCTC, HubertForSequenceClassification): its blocks are"
-        " not built yet",
-    ),
-    "ibert": (
-        "encoder",
-        "a text encoder (IBertForMaskedLM): its blocks are not built yet",
-    ),
     "imagegpt": (
         "vision",
         "a vision model (ImageGPTForImageClassification): its blocks are not built yet",
     ),
-    "jina_embeddings_v3": (
-        "encoder",
-        "a text encoder (JinaEmbeddingsV3ForMaskedLM): its blocks are not built yet",
-    ),
     "lasr_ctc": (
         "audio",
-        "a speech encoder (LasrForCTC): its blocks are not built yet",
-    ),
-    "layoutlm": (
-        "encoder",
-        "a text encoder (LayoutLMForMaskedLM): its blocks are not built yet",
+        "a mel-feature Conformer: dense and conv subsampling, rotary attention, a "
+        "convolution module and a Conv1d CTC head; not built yet",
     ),
     "longformer": (
         "encoder",
@@ -191,37 +110,24 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "luke": (
         "encoder",
-        "a text encoder (LukeForMaskedLM): its blocks are not built yet",
+        "entity-aware: beside the words LUKE reads a second sequence of entities "
+        "(entity_ids, entity_attention_mask, entity_token_type_ids and entity_position_ids "
+        "[batch, entities, max_mention_length], whose embeddings average the mentioned word "
+        "positions), attends with separate word-to-entity, entity-to-word and entity-to-entity "
+        "queries, and predicts entities too (entity_logits); no runtime contract names those "
+        "inputs, and a words-only graph would leave the entity vocabulary and heads unread",
     ),
     "mbart": (
         "seq2seq",
         "MBartForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"
         "decoders are issue 13",
     ),
-    "megatron-bert": (
-        "encoder",
-        "a text encoder (MegatronBertForMaskedLM): its blocks are not built yet",
-    ),
-    "metaclip_2": (
-        "multimodal",
-        "a two-tower text-image model (MetaClip2Model, MetaClip2ForImageClassification): "
-        "its blocks are not built yet",
-    ),
-    "mobilebert": (
-        "encoder",
-        "a text encoder (MobileBertForMaskedLM): its blocks are not built yet",
-    ),
-    "modernbert": (
-        "encoder",
-        "a text encoder (ModernBertForMaskedLM): its blocks are not built yet",
-    ),
     "modernvbert": (
-        "encoder",
-        "a text encoder (ModernVBertForMaskedLM): its blocks are not built yet",
-    ),
-    "mpnet": (
-        "encoder",
-        "a text encoder (MPNetForMaskedLM): its blocks are not built yet",
+        "multimodal",
+        "a vision-language masked LM: a SigLIP vision tower's patches, pixel-shuffled by "
+        "ModernVBertConnector, replace the image tokens in a ModernBERT text model, so it"
+        " needs an image input and a vision component the text-encoding task lacks (its "
+        "text model alone is `modernbert`, converted)",
     ),
     "mra": (
         "encoder",
@@ -236,21 +142,21 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (NeoMMEForMaskedLM): its blocks are not built yet",
     ),
-    "nomic_bert": (
-        "encoder",
-        "a text encoder (NomicBertForMaskedLM): its blocks are not built yet",
-    ),
     "nystromformer": (
         "encoder",
         "a text encoder (NystromformerForMaskedLM): its blocks are not built yet",
     ),
     "omniasr_ctc": (
         "audio",
-        "a speech encoder (OmniASRForCTC): its blocks are not built yet",
+        "wav2vec2's large layout (layer-norm convs, pre-norm layers) under other names "
+        "(model.audio_tower.subsampling, encode_positions), a nested audio_config and a "
+        "padding_mask input: the speech encoder is not yet mapped onto it",
     ),
     "parakeet_ctc": (
         "audio",
-        "a speech encoder (ParakeetForCTC): its blocks are not built yet",
+        "a FastConformer over mel features: Conv2d subsampling of the frames, "
+        "Transformer-XL relative attention, a convolution module and a Conv1d CTC head; "
+        "not built yet",
     ),
     "perceiver": (
         "encoder",
@@ -265,68 +171,29 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "vision",
         "a vision model (RegNetForImageClassification): its blocks are not built yet",
     ),
-    "rembert": (
-        "encoder",
-        "a text encoder (RemBertForMaskedLM): its blocks are not built yet",
-    ),
-    "resnet": (
-        "vision",
-        "a vision model (ResNetForImageClassification): its blocks are not built yet",
-    ),
-    "roberta": (
-        "encoder",
-        "a text encoder (RobertaForMaskedLM): its blocks are not built yet",
-    ),
-    "roberta-prelayernorm": (
-        "encoder",
-        "a text encoder (RobertaPreLayerNormForMaskedLM): its blocks are not built yet",
-    ),
     "roc_bert": (
         "encoder",
         "a text encoder (RoCBertForMaskedLM): its blocks are not built yet",
     ),
-    "roformer": (
-        "encoder",
-        "a text encoder (RoFormerForMaskedLM): its blocks are not built yet",
-    ),
-    "sew": (
-        "audio",
-        "a speech encoder (SEWForCTC, SEWForSequenceClassification): its blocks are not built yet",
-    ),
     "sew-d": (
         "audio",
-        "a speech encoder (SEWDForCTC, SEWDForSequenceClassification): its blocks are not"
-        " built yet",
+        "SEW's squeeze and upsampling (converter/models/sew.py) around DeBERTa-v2 layers:"
+        " disentangled content-to-position and position-to-content attention over log-"
+        "bucketed relative positions and a convolution after the first layer are not "
+        "built yet",
     ),
     "shieldgemma2": (
         "vision",
         "a vision model (ShieldGemma2ForImageClassification): its blocks are not built yet",
     ),
-    "siglip": (
-        "multimodal",
-        "a two-tower text-image model (SiglipModel, SiglipForImageClassification): its "
-        "blocks are not built yet",
-    ),
-    "siglip2": (
-        "multimodal",
-        "a two-tower text-image model (Siglip2Model, Siglip2ForImageClassification): its "
-        "blocks are not built yet",
-    ),
-    "squeezebert": (
-        "encoder",
-        "a text encoder (SqueezeBertForMaskedLM): its blocks are not built yet",
-    ),
-    "swin": (
-        "vision",
-        "a vision model (SwinForImageClassification): its blocks are not built yet",
-    ),
-    "swinv2": (
-        "vision",
-        "a vision model (Swinv2ForImageClassification): its blocks are not built yet",
-    ),
     "tapas": (
         "encoder",
-        "a text encoder (TapasForMaskedLM): its blocks are not built yet",
+        "table encoder: token_type_ids are [batch, sequence, 7] (segment, column, row, "
+        "previous label, column rank, inverse column rank, numeric relation), each read from "
+        "its own table (type_vocab_sizes), and with reset_position_index_per_cell (the "
+        "default) positions restart in every cell, found by per-cell minima over the column "
+        "and row ids; the 7-wide token-type input and cell-relative positions are not built, "
+        "nor the question-answering head (cell selection and aggregation over cell segments)",
     ),
     "timm_wrapper": (
         "vision",
@@ -336,67 +203,24 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "multimodal",
         "a two-tower text-image model (Tipsv2Model): its blocks are not built yet",
     ),
-    "ultrabert": (
-        "encoder",
-        "a text encoder (UltrabertForMaskedLM): its blocks are not built yet",
-    ),
     "ultravbert": (
         "encoder",
         "a text encoder (UltraVBertForMaskedLM): its blocks are not built yet",
-    ),
-    "unispeech": (
-        "audio",
-        "a speech encoder (UniSpeechForCTC, UniSpeechForSequenceClassification): its "
-        "blocks are not built yet",
-    ),
-    "unispeech-sat": (
-        "audio",
-        "a speech encoder (UniSpeechSatForCTC, UniSpeechSatForSequenceClassification): "
-        "its blocks are not built yet",
     ),
     "videoprism": (
         "multimodal",
         "a two-tower text-image model (VideoPrismClipModel): its blocks are not built yet",
     ),
-    "wav2vec2": (
-        "audio",
-        "a speech encoder (Wav2Vec2ForCTC, Wav2Vec2ForSequenceClassification): its blocks"
-        " are not built yet",
-    ),
     "wav2vec2-bert": (
         "audio",
-        "a speech encoder (Wav2Vec2BertForCTC, Wav2Vec2BertForSequenceClassification): "
-        "its blocks are not built yet",
-    ),
-    "wav2vec2-conformer": (
-        "audio",
-        "a speech encoder (Wav2Vec2ConformerForCTC, "
-        "Wav2Vec2ConformerForSequenceClassification): its blocks are not built yet",
-    ),
-    "wavlm": (
-        "audio",
-        "a speech encoder (WavLMForCTC, WavLMForSequenceClassification): its blocks are "
-        "not built yet",
+        "Conformer layers over stacked mel features (input_features [batch, frames, 160])"
+        " with Shaw relative-key distance embeddings, a causal depthwise convolution over"
+        " masked frames, and the convolutional adapter its CTC fine-tunes use "
+        "(add_adapter): none is built yet",
     ),
     "whisper": (
         "speech",
         "WhisperForAudioClassification is the encoder of an encoder-decoder speech model: issue 13",
-    ),
-    "xlm": (
-        "encoder",
-        "a text encoder (XLMWithLMHeadModel): its blocks are not built yet",
-    ),
-    "xlm-roberta": (
-        "encoder",
-        "a text encoder (XLMRobertaForMaskedLM): its blocks are not built yet",
-    ),
-    "xlm-roberta-xl": (
-        "encoder",
-        "a text encoder (XLMRobertaXLForMaskedLM): its blocks are not built yet",
-    ),
-    "xmod": (
-        "encoder",
-        "a text encoder (XmodForMaskedLM): its blocks are not built yet",
     ),
     "yoso": (
         "encoder",

@@ -18,6 +18,8 @@ from urllib.parse import quote
 import jinja2
 
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
+from converter.package.package import INLINE_LIMIT
+from converter.package.transformers_js import JS_DTYPES, model_file
 from converter.repo_files import is_repo_id
 from converter.sizes import human_size
 from model_cards import encoder_card
@@ -244,8 +246,24 @@ def _context(source: SourceInfo, variants: list[VariantInfo]) -> dict[str, Any]:
             r["name"] for r in rows if r["status"] == "not executed" and r["ep"] in GPU_EPS
         ],
         "failed": [r["name"] for r in rows if r["status"] == "failed"],
+        "transformers_js": _transformers_js(ordered),
+        "has_int8": any(r["dtype"] == "int8" for r in rows),
         "has_int4": any(r["dtype"] == "int4" for r in rows),
         "has_half": any(r["dtype"] in ("f16", "bf16") for r in rows),
+    }
+
+
+def _transformers_js(variants: list[VariantInfo]) -> dict[str, Any] | None:
+    """The Transformers.js files of `variants` (see converter.package.transformers_js), the
+    dtype its snippet loads (the first's) and whether some may keep external weights."""
+    found = [(model_file(v.manifest), v) for v in variants]
+    found = [(name, v) for name, v in found if name]
+    if not found:
+        return None
+    return {
+        "files": [name for name, _ in found],
+        "dtype": JS_DTYPES[found[0][1].dtype],
+        "large": any(v.size_bytes >= INLINE_LIMIT for _, v in found),
     }
 
 
@@ -338,8 +356,10 @@ def _pipeline_tag(source: SourceInfo, variants: list[VariantInfo]) -> str:
 def _tags(variants: list[VariantInfo]) -> list[str]:
     eps = sorted({v.ep for v in variants}, key=lambda e: _rank(e, EP_ORDER))
     dtypes = sorted({v.dtype for v in variants}, key=lambda d: _rank(d, DTYPES))
-    # "default" (the portable graph) is no useful tag on the Hub
-    tags = [*BASE_TAGS, *(e for e in eps if e != "default"), *dtypes]
+    # "default" (the portable graph) is no useful tag on the Hub; its files load in
+    # Transformers.js
+    js = ["transformers.js"] if any(model_file(v.manifest) for v in variants) else []
+    tags = [*BASE_TAGS, *js, *(e for e in eps if e != "default"), *dtypes]
     return [_slug(t) for t in dict.fromkeys(tags) if _slug(t)]
 
 

@@ -2,7 +2,9 @@
 
 The output folder mirrors the Hub layout: `DIR/onnx/<ep>-<dtype>/` per variant, the card at
 `DIR/onnx/README.md` (PR layout, also used with `--publish none`) or `DIR/README.md` (repo
-layout). Wired into the `mobius` command by `mobius/cli.py` through `register`.
+layout), and for `default` variants the Transformers.js files (`DIR/onnx/model*.onnx`, and
+outside PR mode `DIR/config.json` and the tokenizer). Wired into the `mobius` command by
+`mobius/cli.py` through `register`.
 """
 
 from __future__ import annotations

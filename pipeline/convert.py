@@ -17,6 +17,7 @@ from huggingface_hub import HfApi
 import model_cards
 from converter.build import build
 from converter.errors import MobiusError
+from converter.package import transformers_js
 from converter.repo_files import is_repo_id
 from converter.source import Source, resolve_source
 from converter.validate import PUBLISHABLE, summarize, validate
@@ -91,8 +92,12 @@ def convert(
     packages = _build_and_validate(
         source, variants, folders, result, reporter, token, reference, progress
     )
-    reporter.stage("card")
     mode = "local" if where.mode == "none" else where.mode
+    # a PR leaves the source's own config and tokenizer at its root as they are
+    layout = transformers_js.write_layout(packages.values(), output, root_files=mode != "pr")
+    if layout:
+        reporter.log(f"wrote the Transformers.js files ({', '.join(layout)})")
+    reporter.stage("card")
     card, title, description = _card(request, source, packages, result, mode, where, token)
     result.card_path = output / model_cards.card_path(mode)
     result.card_path.write_text(card)
@@ -106,7 +111,15 @@ def convert(
     if target.mode != "none":
         reporter.stage("publish")
         published = publish(
-            source.repo_id, source.revision, packages, card, title, description, where, token
+            source.repo_id,
+            source.revision,
+            packages,
+            card,
+            title,
+            description,
+            where,
+            token,
+            layout_files={path: output / path for path in layout},
         )
         return _published(result, published, where, reporter)
     return result
@@ -175,8 +188,8 @@ def _card(request, source, packages, result, mode, where: Destination, token):
 def run(request: ConversionRequest, reporter: Reporter) -> dict[str, Any]:
     """The queue workers' runner: converts in the attempt's `reporter.workdir` with the
     service's token (`HF_TOKEN`). Returns the JSON-ready result without worker paths; a request
-    that publishes nothing (download only) keeps `archive`, a zip of the packages and card in
-    `reporter.results`."""
+    that publishes nothing (download only) keeps `archive`, a zip of the output folder (packages,
+    card, Transformers.js files) in `reporter.results`."""
     if request.origin != "cli" and not is_repo_id(request.source):
         raise MobiusError("only Hub repo ids can be converted by the service")
     output = Path(reporter.workdir)  # type: ignore[attr-defined]
@@ -190,5 +203,6 @@ def run(request: ConversionRequest, reporter: Reporter) -> dict[str, Any]:
         results = Path(reporter.results)  # type: ignore[attr-defined]
         results.mkdir(parents=True, exist_ok=True)
         name = f"{request.source.replace('/', '--')}-onnx"
-        answer["archive"] = shutil.make_archive(str(results / name), "zip", output, "onnx")
+        # the packages and card, and the Transformers.js files at the root when there are any
+        answer["archive"] = shutil.make_archive(str(results / name), "zip", output, ".")
     return answer

@@ -1,7 +1,9 @@
 """Deliver converted packages to the Hub: a pull request on the source repo, or a repo of its own.
 
 Layout: each variant under `onnx/<ep>-<dtype>/`; the card at `onnx/README.md` in a PR (the
-source README stays as it is) or at `README.md` in a `{namespace}/{name}-ONNX` repo. Everything
+source README stays as it is) or at `README.md` in a `{namespace}/{name}-ONNX` repo; the
+Transformers.js files of the portable variants (`onnx/model*.onnx`, and in repo mode
+`config.json` and the tokenizer at the root) beside them. Everything
 goes in one commit, which the Hub applies atomically: a failure leaves no PR and no half-filled
 repo behind (a repo this call created is deleted again), and raises `PublishError`.
 
@@ -42,12 +44,14 @@ from huggingface_hub.errors import (
 )
 
 from converter.errors import MobiusError
+from converter.repo_files import CONFIG, RUNTIME_FILES
 from model_cards import card_path
 from model_cards.layout import hub_path
 from pipeline.request import PUBLISH as MODES
 from pipeline.request import Publish as Mode
 
 FOLDER = re.compile(r"onnx/[A-Za-z0-9][A-Za-z0-9._-]*")
+JS_MODEL = re.compile(r"onnx/model(_[a-z0-9]+)?\.onnx(_data)?")  # Transformers.js' file names
 MANIFEST = re.compile(r"onnx/[^/]+/mobius\.json")
 MARKER = re.compile(r"<!-- mobius: (\{.*?\}) -->")
 TOKEN_LIKE = re.compile(r"hf_[A-Za-z0-9]{8,}")
@@ -283,17 +287,21 @@ def publish(
     pr_description: str,
     where: Destination,
     token: str,
+    layout_files: dict[str, Path] | None = None,
 ) -> Published:
     """Publish `package_dirs` ({"onnx/<ep>-<dtype>": local package folder}) built from
-    `source_repo_id` at `source_sha`, with the card, in one commit to `where` (see the module
-    doc)."""
+    `source_repo_id` at `source_sha`, with the card and `layout_files` ({Hub path: local file},
+    the Transformers.js layout), in one commit to `where` (see the module doc)."""
     if where.mode == "none":
         return Published("", "none", False, "skipped")
     api = _api(token)
     description = f"{pr_description.rstrip()}\n\n{pr_marker(source_sha, list(package_dirs))}\n"
+    layout_files = layout_files or {}
     with _reported(where.mode, f"{api.endpoint}/{source_repo_id}", token):
         _check_packages(source_repo_id, source_sha, package_dirs)
-        operations = _operations(package_dirs, card_text, card_path(where.mode), where.mode)
+        _check_layout(layout_files, where.mode)
+        card_file = card_path(where.mode)
+        operations = _operations(package_dirs, layout_files, card_text, card_file, where.mode)
         if where.mode == "pr":
             _refuse_overwrites(api, source_repo_id, source_sha, operations)
         change = _Change(operations, pr_title, description, sorted(package_dirs))
@@ -435,11 +443,27 @@ def _check_packages(repo_id: str, sha: str, package_dirs: dict[str, Path]) -> No
             )
 
 
+def _check_layout(layout_files: dict[str, Path], mode: str) -> None:
+    """Only Transformers.js' model files, and in repo mode the side files at the root: a PR
+    never changes the source's own files (as model_cards.layout places a package's)."""
+    for path, local in layout_files.items():
+        root_file = mode == "repo" and path in (CONFIG, *RUNTIME_FILES)
+        if not (root_file or JS_MODEL.fullmatch(path)):
+            raise PublishError(f"{path!r} is not a file of the Transformers.js layout")
+        if not Path(local).is_file():
+            raise PublishError(f"{local} (for {path}) is not a file")
+
+
 def _operations(
-    package_dirs: dict[str, Path], card_text: str, card_file: str, mode: str
+    package_dirs: dict[str, Path],
+    layout_files: dict[str, Path],
+    card_text: str,
+    card_file: str,
+    mode: str,
 ) -> list[CommitOperationAdd]:
-    """Every package file at its Hub path (model_cards.layout), each path once: variants of a
-    Transformers.js-layout export share the root's config and tokenizer."""
+    """Every package file at its Hub path (model_cards.layout), then the Transformers.js files
+    written beside the packages, each path once: variants of a Transformers.js-layout export
+    share the root's config and tokenizer."""
     placed: dict[str, Path] = {}
     for _folder, local in sorted(package_dirs.items()):
         manifest = json.loads((Path(local) / "mobius.json").read_text())
@@ -449,6 +473,8 @@ def _operations(
                 target = hub_path(manifest, relative, mode)
                 if target is not None:
                     placed.setdefault(target, path)
+    for target, path in layout_files.items():
+        placed.setdefault(target, Path(path))
     operations = [CommitOperationAdd(target, path) for target, path in sorted(placed.items())]
     operations.append(CommitOperationAdd(card_file, card_text.encode()))
     return operations

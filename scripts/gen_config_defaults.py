@@ -3,7 +3,8 @@
 python scripts/gen_config_defaults.py          # rewrite the file
 python scripts/gen_config_defaults.py --check  # exit 1 when it is stale
 
-For every registered family, the values its transformers configuration class gives a key that
+For every registered family (and the types of the sections a family reads on their own, such as
+CLIP's `clip_text_model`), the values its transformers configuration class gives a key that
 config.json leaves out: each field the class declares (not the generic ones of PreTrainedConfig)
 with a default other than None (numbers, strings, or tuples of them such as Swin's
 `depths`), plus the rope settings a default instance ends up with (`rope_theta`; Gemma 3's
@@ -58,6 +59,13 @@ def family_defaults(model_type: str) -> dict[str, Any]:
     return dict(sorted(defaults.items()))
 
 
+def _types(registered: dict) -> set[str]:
+    """Every registered type, and the types of the sections a family reads on their own
+    defaults (CLIP's `clip_text_model` and `clip_vision_model`)."""
+    nested = (getattr(f.rules, "nested_types", ()) for f in registered.values())
+    return {*registered, *(t for types in nested for t in types)}
+
+
 def _per_stage(value: Any) -> bool:
     """A tuple of plain values (per-stage settings of image models: widths, depths, CvT's
     `qkv_bias` flags and projection methods)."""
@@ -72,7 +80,7 @@ def render() -> str:
     data = {
         "transformers": transformers.__version__,
         "generator": "scripts/gen_config_defaults.py",
-        "families": {name: family_defaults(name) for name in sorted(families())},
+        "families": {name: family_defaults(name) for name in sorted(_types(families()))},
     }
     return json.dumps(data, indent=1) + "\n"
 

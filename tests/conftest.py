@@ -26,6 +26,7 @@ os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 
 from tests.hub_server import FakeHub  # noqa: E402
 from tests.legacy_clients import LegacyClients, build_legacy_clients  # noqa: E402
+from tests.transformers_js import TransformersJs  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -41,3 +42,9 @@ def legacy_clients() -> Iterator[LegacyClients]:
     clients = build_legacy_clients()
     yield clients
     clients.close()
+
+
+@pytest.fixture(scope="session")
+def transformers_js() -> TransformersJs:
+    """Transformers.js under Node, installed once (tests/transformers_js.py)."""
+    return TransformersJs.install()

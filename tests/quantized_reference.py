@@ -1,6 +1,6 @@
-"""transformers with every int4-quantized weight replaced by its dequantized value.
+"""transformers with every int4- or int8-quantized weight replaced by its dequantized value.
 
-The int4 graphs must reproduce this model up to activation rounding: that checks packing,
+The int4 and int8 graphs must reproduce this model up to activation rounding: that checks packing,
 layouts (Linear and Conv1D), packed projections and both int4 kernels, on any weights.
 """
 
@@ -13,12 +13,28 @@ import torch
 from transformers.pytorch_utils import Conv1D
 
 from converter.quantize import quantize_q4
+from converter.quantize_int8 import quantize_q8
 
 
 def dequantized_copy(model, block_size: int = 32, symmetric: bool = True, tables: bool = False):
     """Every Linear and Conv1D weight; with `tables` also the token embedding and the LM head
     (what --int4-lm-head quantizes). Position tables are never quantized, nor latent
     attention's kv_b_proj, which the graph reads as per-head matrices (components/mla.py)."""
+
+    def int4(weight: np.ndarray) -> np.ndarray:
+        return quantize_q4(weight, block_size, symmetric).dequantize()
+
+    return _replaced(model, int4, tables)
+
+
+def int8_dequantized_copy(model):
+    """Every Linear and Conv1D weight but the LM head's, per-channel int8 (what int8 builds
+    quantize); embeddings, position tables and latent attention's kv_b_proj stay float."""
+    return _replaced(model, lambda weight: quantize_q8(weight).dequantize(), tables=False)
+
+
+def _replaced(model, dequantized, tables: bool):
+    """A copy of `model` with each quantized weight [N, K] replaced by `dequantized(weight)`."""
     copied = copy.deepcopy(model)
     tables_of = {copied.get_input_embeddings(), copied.get_output_embeddings()}
     done: set[int] = set()  # a tied head shares the embedding's weight
@@ -36,7 +52,6 @@ def dequantized_copy(model, block_size: int = 32, symmetric: bool = True, tables
             conv1d = isinstance(module, Conv1D)  # stored [K, N]
             weight = module.weight.numpy()
             weight = weight.T if conv1d else weight  # [N, K]
-            q4 = quantize_q4(np.ascontiguousarray(weight), block_size, symmetric)
-            values = q4.dequantize()
+            values = dequantized(np.ascontiguousarray(weight))
             module.weight.copy_(torch.from_numpy(values.T.copy() if conv1d else values))
     return copied

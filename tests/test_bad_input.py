@@ -38,6 +38,7 @@ from tests.checkpoints import (
 
 WEIGHTS = "model.safetensors"
 PACKAGE_FILES = {
+    "config.json",
     "model.onnx",
     "model.onnx.data",
     "genai_config.json",
@@ -248,11 +249,11 @@ def test_unregistered_model_type_suggests_the_nearest(tiny: Path) -> None:
 
 
 def test_unregistered_model_type_without_a_near_match(tiny: Path) -> None:
-    edit_config(tiny, model_type="wav2vec2")  # near no causal-LM type
+    edit_config(tiny, model_type="qqqqqqqq")  # near no registered type
     with pytest.raises(UnsupportedModelError) as err:
         convert(tiny)
     assert str(err.value) == (
-        f"model_type 'wav2vec2' is not supported (run `mobius list models` for all "
+        f"model_type 'qqqqqqqq' is not supported (run `mobius list models` for all "
         f"{len(families())})"
     )
 
@@ -670,7 +671,7 @@ def test_failed_save_leaves_no_package_files(
         path.write_bytes(b"half a model")
         raise OSError("disk full")
 
-    monkeypatch.setattr("converter.package.package._write_model", write_then_fail)
+    monkeypatch.setattr("converter.package.package.write_graph", write_then_fail)
     output = tmp_path / "out"
     with pytest.raises(MobiusError, match=r"writing the package to .* failed \(disk full\)"):
         package.save(output, progress=False)

@@ -46,6 +46,7 @@ SECRET, GH_SECRET, GH_TOKEN = "hub-secret", "gh-secret", "ghp_mobiusbot"
             Command("convert", None, ("cuda", "cpu"), ("f16", "int4"), "repo", "v1.0"),
         ),
         ("@mobius-bot convert --ep=cpu --dtype=int4", Command("convert", dtypes=("int4",))),
+        ("@mobius-bot convert --dtype int8,f32", Command("convert", dtypes=("int8", "f32"))),
         ("@mobius-bot help", Command("help")),
         ("@mobius-bot  STATUS", Command("status")),
         ("no mention here", None),
@@ -398,7 +399,8 @@ def test_a_flood_of_commands_is_answered_up_to_the_reply_limit(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("flags", "problem"),
     [
-        ("--dtype fp16", "unknown dtype 'fp16'; choose from f32, f16, bf16, int4"),
+        ("--dtype fp16", "unknown dtype 'fp16'; choose from f32, f16, bf16, int8, int4"),
+        ("--ep cuda --dtype int8", "'cuda' does not run int8 (it runs f32, f16, bf16, int4): "),
         ("--ep cpu --dtype bf16", "execution provider 'cpu' does not run bf16 (it runs f32, f16"),
     ],
 )

@@ -28,6 +28,16 @@ def test_build_json_is_all_of_stdout(tmp_path, capsys):
     assert printed["source"]["path"] == str(TINY_LLAMA.resolve())
 
 
+def test_build_takes_int8(tmp_path, capsys):
+    argv = ["build", "--model", str(TINY_LLAMA), "--output", str(tmp_path / "pkg"), "--json"]
+    assert main([*argv, "--ep", "cpu", "--dtype", "int8", "--no-progress"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["dtype"] == "int8" and printed["lowering"]["fusions"]["int8_matmuls"] == 8
+    with pytest.raises(SystemExit):  # argparse names the choices
+        main([*argv, "--dtype", "int3"])
+    assert "int8" in capsys.readouterr().err
+
+
 def test_weight_bar_shows_its_total_from_the_start(tmp_path, capsys):
     assert main(["build", "--model", str(TINY_LLAMA), "--output", str(tmp_path / "a")]) == 0
     bars = [s for s in re.split(r"[\r\n]", capsys.readouterr().err) if "writing model.onnx" in s]

@@ -54,3 +54,9 @@ def test_every_registered_encoder_is_in_the_parity_matrix():
     assert untested == [], f"registered without an encoder parity case: {untested}"
     for case in CASES:
         assert model_type_of(case) in _encoders(), f"{case}: not a registered encoder"
+
+
+def test_at_least_forty_encoder_types_convert():
+    """Issue 12's bar: 40 parity-verified encoder types (each registered one has a parity case,
+    checked above, run by tests/parity/test_encoder_parity.py)."""
+    assert len(_encoders() & ENCODER_TYPES) >= 40

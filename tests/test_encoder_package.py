@@ -51,3 +51,26 @@ def test_weights_above_the_cap_go_to_the_data_file_the_libraries_fetch(
     feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
     hidden = ort.InferenceSession(out / "onnx" / "model.onnx").run(None, feeds)[0]
     assert hidden.shape == (1, 3, 32)
+
+
+def test_int4_lm_head_flag_builds_an_encoder_on_cpu(checkpoint, tmp_path):
+    """The flag quantizes decoders' token tables; an encoder keeps its table float."""
+    package = build(str(checkpoint), ep="cpu", dtype="int4", int4_lm_head=True, progress=False)
+    out = package.save(tmp_path, progress=False)
+    ops = {n.op_type for n in package.components[0].model.graph}
+    assert "MatMulNBits" in ops and "GatherBlockQuantized" not in ops
+    ids = np.array([[2, 5, 7]])
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
+    session = ort.InferenceSession(out / "onnx" / "model_q4.onnx")
+    assert session.run(None, feeds)[0].shape == (1, 3, 32)
+
+
+def test_half_precision_graphs_give_float32_outputs(checkpoint, tmp_path):
+    """As the fp16 exports Transformers.js ships: its pipelines read a float16 output's raw
+    16-bit words under Node."""
+    out = build(str(checkpoint), dtype="f16", progress=False).save(tmp_path, progress=False)
+    session = ort.InferenceSession(out / "onnx" / "model_fp16.onnx")
+    assert {o.type for o in session.get_outputs()} == {"tensor(float)"}
+    ids = np.array([[2, 5, 7]])
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
+    assert session.run(None, feeds)[0].dtype == np.float32

@@ -1,8 +1,8 @@
 """Every family x EP x dtype: built, fused as its EP expects, and run or checked.
 
 f32 parity (default and cpu graphs) lives in tests/parity. Here, on the CPU host:
-f16 runs against transformers in f32, and int4 against transformers with each quantized
-weight replaced by its dequantized value (so the check is exact up to activation
+f16 runs against transformers in f32, and int8 and int4 against transformers with each
+quantized weight replaced by its dequantized value (so the check is exact up to activation
 rounding, even on random weights). GPU EPs are built and checked structurally.
 """
 
@@ -17,23 +17,36 @@ import pytest
 
 from converter import build
 from converter.config import ArchitectureConfig
+from converter.execution_providers import EXECUTION_PROVIDERS
 from converter.kernels import structural_report
 from converter.validate.reference import TransformersReference
 from converter.validate.runtime import OnnxDecoder
 from tests.parity.cases import CASES, is_base
 from tests.parity.reference import make_checkpoint
-from tests.quantized_reference import dequantized_copy
+from tests.quantized_reference import dequantized_copy, int8_dequantized_copy
 
 FAMILIES = sorted(c for c in CASES if is_base(c))
 RNG = np.random.default_rng(1)
 PROMPT = RNG.integers(3, 128, size=(1, 7))
 STEPS = [RNG.integers(3, 128, size=(1, 1)) for _ in range(3)]
 # Measured on these configs (worst): f16 cosine 0.99999, rel 0.2%, top-1 100%; int4 cosine
-# 0.9995, rel 2.3%, top-1 80% (random logits have near ties; int4 activations are int8 on CPU).
+# 0.9995, rel 2.3%, top-1 80% (random logits have near ties; int4 activations are int8 on CPU);
+# int8 cosine 0.9964, rel 5.5%, top-1 80% (its activations are rounded to uint8 with one scale
+# per tensor, coarser than int4's blocks of 32).
 BOUNDS = {
     "f16": {"cosine": 0.9999, "relative": 0.01, "top1": 0.9},
+    "int8": {"cosine": 0.99, "relative": 0.1, "top1": 0.6},
     "int4": {"cosine": 0.999, "relative": 0.05, "top1": 0.6},
 }
+# The quantized dtypes and the op their weight MatMuls become on fused EPs.
+QUANTIZED_OP = {"int8": "MatMulInteger", "int4": "MatMulNBits"}
+# Every fused EP with each dtype its record offers (cuda and webgpu have no int8).
+FUSED_PAIRS = [
+    (ep, dtype)
+    for ep in ("cpu", "cuda", "dml", "webgpu")
+    for dtype in ("f16", "int8", "int4")
+    if dtype in EXECUTION_PROVIDERS[ep].dtypes
+]
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -43,6 +56,7 @@ def family(request, tmp_path_factory):
     mask = np.ones_like(PROMPT)
     references = {
         "f16": TransformersReference(model).run(PROMPT, mask, STEPS),
+        "int8": TransformersReference(int8_dequantized_copy(model)).run(PROMPT, mask, STEPS),
         "int4": TransformersReference(dequantized_copy(model)).run(PROMPT, mask, STEPS),
     }
     return folder, model.config, references
@@ -64,15 +78,16 @@ def _compare(expected, actual) -> tuple[float, float, float]:
 
 
 @pytest.mark.parametrize("ep", ["default", "cpu"])
-@pytest.mark.parametrize("dtype", ["f16", "int4"])
+@pytest.mark.parametrize("dtype", ["f16", "int8", "int4"])
 def test_runs_on_cpu_within_bounds(family, ep, dtype):
     folder, _, references = family
     package = _build(folder, ep, dtype)
     actual = OnnxDecoder(package).run(PROMPT, np.ones_like(PROMPT), STEPS)
     if _has_experts(folder):
         # Experts picked from near-tied router scores on random weights flip under f16 or int8
-        # activations (cpu int4), or DequantizeLinear + MatMul fused by onnxruntime (default
-        # int4): their f32 parity is in tests/parity, int4 exactness in tests/test_moe.py.
+        # activations (cpu int4, int8), or DequantizeLinear + MatMul fused by onnxruntime
+        # (default int4): their f32 parity is in tests/parity, int4 exactness in
+        # tests/test_moe.py.
         assert all(np.isfinite(step).all() for step in actual)
         return
     cosine, relative, top1 = _compare(references[dtype], actual)
@@ -87,7 +102,7 @@ def _has_experts(folder: Path) -> bool:
     return ArchitectureConfig.from_hf(config).moe is not None
 
 
-@pytest.mark.parametrize("dtype", ["f32", "f16", "int4"])
+@pytest.mark.parametrize("dtype", ["f32", "f16", "int8", "int4"])
 def test_default_graph_is_portable(family, dtype):
     model = onnx.load(_build(family[0], "default", dtype) / "model.onnx", load_external_data=False)
     assert {n.domain for n in model.graph.node} <= {"", "ai.onnx"}
@@ -96,8 +111,7 @@ def test_default_graph_is_portable(family, dtype):
     ]
 
 
-@pytest.mark.parametrize("ep", ["cpu", "cuda", "dml", "webgpu"])
-@pytest.mark.parametrize("dtype", ["f16", "int4"])
+@pytest.mark.parametrize(("ep", "dtype"), FUSED_PAIRS)
 def test_fusions_are_counted_and_recorded(family, ep, dtype):
     folder, _, _ = family
     package = _build(folder, ep, dtype)
@@ -109,20 +123,26 @@ def test_fusions_are_counted_and_recorded(family, ep, dtype):
     gqa_fallback = any("instead of GroupQueryAttention" in f for f in fallbacks)
     assert fusions["GroupQueryAttention"] == (0 if gqa_fallback else layers)
     assert fusions["skip_norms"] >= 1
-    if dtype == "int4":  # q/k/v (packed or not), o, mlp in/out; experts are not MatMuls
-        assert fusions["int4_matmuls"] >= (layers if config.moe else 4 * layers)
+    if dtype in QUANTIZED_OP:  # q/k/v (packed or not), o, mlp in/out; experts are not MatMuls
+        assert fusions[f"{dtype}_matmuls"] >= (layers if config.moe else 4 * layers)
     graph = onnx.load(package / "model.onnx", load_external_data=False).graph
     ops = [n.op_type for n in graph.node]
-    assert ops.count("MatMulNBits") == fusions.get("int4_matmuls", 0)
+    for quantized, op in QUANTIZED_OP.items():
+        assert ops.count(op) == fusions.get(f"{quantized}_matmuls", 0)
     assert ops.count("GroupQueryAttention") == fusions["GroupQueryAttention"]
 
 
-@pytest.mark.parametrize("ep", ["cuda", "dml", "webgpu"])
-def test_gpu_variants_are_checked_structurally_not_executed(family, ep):
-    report = structural_report(_build(family[0], ep, "f16") / "model.onnx", ep)
+@pytest.mark.parametrize(
+    ("ep", "dtype"), [("cuda", "f16"), ("dml", "f16"), ("webgpu", "f16"), ("dml", "int8")]
+)
+def test_gpu_variants_are_checked_structurally_not_executed(family, ep, dtype):
+    report = structural_report(_build(family[0], ep, dtype) / "model.onnx", ep)
     assert report["checker"] == "ok", report["checker"]
     assert report["executed"] is False
     assert "not executed" in report["status"]
+    if dtype == "int8":  # DirectML has a kernel for each op the int8 chain adds
+        chain = ("DynamicQuantizeLinear", "MatMulInteger", "/int8", "/scale", "/cast", "/y'")
+        assert not [line for line in report["unsupported_ops"] if any(c in line for c in chain)]
 
 
 @pytest.mark.parametrize("case", ["llama", "qwen2"])  # untied and tied lm_head

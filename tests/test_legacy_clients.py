@@ -69,14 +69,15 @@ def test_sentence_transformers_onnx_backend_matches_torch(legacy_clients, senten
 
 
 # Another EP's graph at onnx/model.onnx, and the other dtypes under the names people pass as
-# model_kwargs={"file_name": ...}. int4 on random weights moves embeddings (its numbers are the
-# parity tests' business): here it must load and still point the same way.
+# model_kwargs={"file_name": ...}. int4 and int8 on random weights move embeddings (their
+# numbers are the parity tests' business): here they must load and still point the same way.
 @pytest.mark.parametrize(
     ("ep", "dtype", "file_name", "least"),
     [
         ("cpu", "f32", "", 0.9999),
         ("default", "f16", "onnx/model_fp16.onnx", 0.9999),
         ("cpu", "int4", "onnx/model_q4.onnx", 0.9),
+        ("default", "int8", "onnx/model_quantized.onnx", 0.9),
     ],
 )
 def test_sentence_transformers_loads_each_variant(

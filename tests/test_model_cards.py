@@ -401,3 +401,23 @@ def test_card_names_a_ref_that_is_not_a_branch_and_the_reason_for_a_repo_name():
     assert "Not a reviewed revision" in pr_description(pr_ref, VARIANTS)
     tagged = SourceInfo("acme/tiny-chat", SHA, "llama", ref="v1.0")
     assert "Not a reviewed revision" not in render(tagged, VARIANTS, mode="pr", command=COMMAND)
+
+
+def test_card_shows_transformers_js_for_portable_variants():
+    variants = [
+        _variant(_manifest("cpu", "int4"), None, 10_000),
+        _variant(_manifest("default", "int4"), None, 3_000_000_000),
+        _variant(_manifest("default", "f32"), None, 10_000),
+    ]
+    pr = render(SOURCE, variants, mode="pr", command=COMMAND)
+    section = pr.split("### Transformers.js")[1].split("### onnxruntime")[0]
+    assert "names Transformers.js loads, `onnx/model.onnx`, `onnx/model_q4.onnx`, beside" in section
+    assert 'pipeline("text-generation", "acme/tiny-chat", {' in section
+    assert 'dtype: "fp32",' in section and 'revision: "refs/pr/<number>"' in section
+    assert "use_external_data_format: true" in section  # over 2 GB, and config.json is theirs
+    repo = render(SOURCE, variants, mode="repo", command=COMMAND, repo_id="me/tiny-chat-ONNX")
+    section = repo.split("### Transformers.js")[1].split("### onnxruntime")[0]
+    assert '"me/tiny-chat-ONNX"' in section and "refs/pr" not in section
+    assert "use_external_data_format" not in section  # the export's config.json declares it
+    assert "transformers.js" in ModelCard(repo).data.tags
+    assert "Transformers.js" not in render(SOURCE, variants[:1], mode="pr", command=COMMAND)

@@ -32,6 +32,7 @@ BOT, BOT_TOKEN = "mobius-bot", "hf_mobiusBotTokenForTests01"
 CARD = "---\nbase_model: tiny\ntags:\n- onnx\n---\n\n# tiny-llama ONNX\n\nA placeholder card.\n"
 VARIANTS = (("cpu", "f32"), ("cpu", "int4"))
 PACKAGE_FILES = {
+    "config.json",
     "model.onnx",
     "model.onnx.data",
     "genai_config.json",

@@ -228,8 +228,9 @@ def test_the_cli_builds_a_pull_request_ref_and_the_card_says_so(
 @pytest.mark.parametrize(
     ("eps", "dtypes", "error"),
     [
-        (("cpu",), ("fp16",), r"unknown dtype 'fp16'; choose from f32, f16, bf16, int4"),
+        (("cpu",), ("fp16",), r"unknown dtype 'fp16'; choose from f32, f16, bf16, int8, int4"),
         (("cpu",), ("bf16",), r"'cpu' does not run bf16 .* available for cuda"),
+        (("cuda",), ("int8",), r"'cuda' does not run int8 .*Linear.* for default, cpu, dml$"),
         (("tpu",), ("f32",), r"unknown execution provider 'tpu'; choose from default, cpu"),
         ((), ("f32",), "at least one execution provider"),
     ],

@@ -113,6 +113,21 @@ def test_unsupported_pairs_are_explained_and_refused(space):
     assert "bf16 is available for cuda" in error
 
 
+def test_int8_is_offered_where_an_ep_runs_it(space, fake_hub):
+    assert explain_pairs(["cpu", "dml"], ["f32", "int8"]) == ""
+    assert "'cuda' does not run int8" in explain_pairs(["cpu", "cuda"], ["int8"])
+    repo_id = seed(fake_hub)
+    client = gradio_client.Client(space, verbose=False)
+    *_, reports, card, _, error = client.predict(
+        repo_id, ["cpu"], ["int8"], "Pull request on the source repo", False, api_name="/convert"
+    )
+    assert error == "", error
+    assert reports["data"][0][:2] == ["onnx/cpu-int8", "passed"]
+    assert (
+        "int8 variants store the linear layers' weights as 8-bit integers" in Path(card).read_text()
+    )
+
+
 def test_mobius_space_command_parses(monkeypatch, tmp_path):
     served = {}
     monkeypatch.setattr(app, "serve", lambda *a, **kw: served.update(args=a, kw=kw))

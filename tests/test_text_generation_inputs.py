@@ -115,7 +115,7 @@ def test_a_decoder_takes_3d_positions(ep, tmp_path):
     package.save(tmp_path / "onnx", progress=False)
     session = ort.InferenceSession(str(tmp_path / "onnx" / "model.onnx"))
     position_ids = next(i for i in session.get_inputs() if i.name == "position_ids")
-    assert position_ids.shape == [3, "batch", "sequence_length"]
+    assert position_ids.shape == [3, "batch_size", "sequence_length"]
     expected = TransformersReference(model).run(PROMPT, np.ones_like(PROMPT), STEPS)
     actual = OnnxDecoder(tmp_path / "onnx").run(PROMPT, np.ones_like(PROMPT), STEPS)
     diffs = [compare(e, a).max_abs_diff for e, a in zip(expected, actual, strict=True)]

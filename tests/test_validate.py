@@ -12,7 +12,8 @@ import pytest
 
 from converter import MobiusError, SourceError, build
 from converter.cli import main
-from converter.validate import validate
+from converter.execution_providers import DTYPES
+from converter.validate import THRESHOLDS, validate
 
 TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
 
@@ -31,7 +32,7 @@ def packages(tmp_path_factory):
 
 
 @pytest.mark.parametrize("ep", ["default", "cpu"])
-@pytest.mark.parametrize("dtype", ["f32", "f16", "int4"])
+@pytest.mark.parametrize("dtype", ["f32", "f16", "int8", "int4"])
 def test_variants_pass_against_transformers(packages, ep, dtype):
     report = validate(packages(ep, dtype))
     print(report.as_dict())
@@ -40,6 +41,10 @@ def test_variants_pass_against_transformers(packages, ep, dtype):
     assert report.load_seconds > 0 and report.tokens_per_second > 0
     if dtype == "f32":
         assert report.max_abs_diff <= 1e-4 and report.greedy_match == 1.0
+
+
+def test_every_dtype_has_thresholds():
+    assert set(THRESHOLDS) == set(DTYPES)
 
 
 def test_default_f32_reference_built_on_the_fly(packages):

@@ -15,12 +15,16 @@ def activation(op, name: str, x):
         return op.Gelu(x, approximate="tanh")
     if name == "gelu":
         return op.Gelu(x)
+    if name == "quick_gelu":  # CLIP's x * sigmoid(1.702 x)
+        return op.Mul(x, op.Sigmoid(op.Mul(x, 1.702)))
     if name == "relu":
         return op.Relu(x)
     if name == "relu6":
         return op.Clip(x, op.CastLike(0.0, x), op.CastLike(6.0, x))
     if name == "hardswish":
         return op.HardSwish(x)
+    if name == "tanh":
+        return op.Tanh(x)
     if name == "relu2":
         positive = op.Relu(x)
         return op.Mul(positive, positive)

@@ -8,7 +8,7 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components.activations import activation
-from converter.components.conv import BatchNorm2d, Conv2d
+from converter.components.conv2d import BatchNorm2d, Conv2d
 from converter.components.pooling import same_pad
 
 

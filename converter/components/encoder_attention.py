@@ -3,8 +3,9 @@
 `StandardEncoderAttention` is opset-23 Attention over [batch, sequence, hidden] q/k/v with a
 boolean key mask (portable); `FusedEncoderAttention` is onnxruntime's com.microsoft
 MultiHeadAttention with the padding mask as key_padding_mask. Both take an optional additive
-bias [batch or 1, heads, sequence, sequence] (relative positions). Without a padding mask (image
-encoders: every patch is real) every key is attended. The model picks one per EP.
+bias [batch or 1, heads, sequence, sequence] (relative positions). The model picks one per EP.
+Without a mask (images of one size) every key is attended; `causal` (CLIP's text tower) also
+hides later keys; `queries` is the query count when it is not the keys' (a pooling probe's 1).
 """
 
 from __future__ import annotations
@@ -19,14 +20,20 @@ MS_DOMAIN = "com.microsoft"
 
 
 class StandardEncoderAttention:
-    def __init__(self, op, attention_mask, dtype: ir.DataType):
+    def __init__(self, op, attention_mask, dtype: ir.DataType, causal=False, queries=None):
         self.dtype, self.additive, self.keep = dtype, None, None
         if attention_mask is None:
             return
         keep = op.Unsqueeze(op.Cast(attention_mask, to=ir.DataType.BOOL), [1, 2])
-        # onnxruntime wants the query dimension spelled out: [batch, 1, queries, keys]
-        queries = op.Shape(attention_mask, start=1, end=2)
-        self.keep = op.Expand(keep, op.Concat([1, 1], queries, [1], axis=0))
+        length = op.Shape(attention_mask, start=1, end=2)
+        if queries != 1:
+            # onnxruntime wants the query dimension spelled out: [batch, 1, queries, keys]
+            keep = op.Expand(keep, op.Concat([1, 1], length, [1], axis=0))
+        if causal:
+            positions = op.Range(0, op.Squeeze(length, [0]), 1)
+            earlier = op.LessOrEqual(op.Unsqueeze(positions, [0]), op.Unsqueeze(positions, [1]))
+            keep = op.And(keep, earlier)
+        self.keep = keep
 
     def _additive(self, op):
         """The mask as 0 / the dtype's lowest value, to add to a bias."""
@@ -46,10 +53,11 @@ class StandardEncoderAttention:
 
 
 class FusedEncoderAttention:
-    def __init__(self, op, attention_mask, dtype: ir.DataType):
+    def __init__(self, op, attention_mask, dtype: ir.DataType, causal=False, queries=None):
         self.key_padding_mask = (
             None if attention_mask is None else op.Cast(attention_mask, to=ir.DataType.INT32)
         )
+        self.causal = {"unidirectional": 1} if causal else {}
 
     def __call__(self, op, q, k, v, heads: int, scale: float, bias=None):
         return op.MultiHeadAttention(
@@ -61,12 +69,15 @@ class FusedEncoderAttention:
             bias,  # attention_bias
             num_heads=heads,
             scale=scale,
+            **self.causal,
             _domain=MS_DOMAIN,
             _version=1,
         )
 
 
-def encoder_attention(op, ep, attention_mask, dtype: ir.DataType):
+def encoder_attention(op, ep, attention_mask, dtype: ir.DataType, *, causal=False, queries=None):
     """The EP's kernel for every layer of one encoder graph (`attention_mask` None: no padding)."""
+    if causal and attention_mask is None:
+        raise ValueError("a causal encoder kernel reads its length from the attention mask")
     kernel = FusedEncoderAttention if ep.has(ENCODER_MHA) else StandardEncoderAttention
-    return kernel(op, attention_mask, dtype)
+    return kernel(op, attention_mask, dtype, causal, queries)

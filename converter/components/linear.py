@@ -8,7 +8,7 @@ from onnxscript import nn
 
 class Linear(nn.Module):
     """torch.nn.Linear: `weight` is [out, in]; a save-time pass stores it pre-transposed.
-    A `head` (the LM head) becomes int4 only when asked (`--int4-lm-head`)."""
+    A `head` (the LM head) becomes int4 only when asked (`--int4-lm-head`), never int8."""
 
     def __init__(
         self,
@@ -24,8 +24,7 @@ class Linear(nn.Module):
         self.head = head
 
     def expected_fusions(self, plan) -> dict[str, int]:
-        quantized = plan.int4 is not None and (not self.head or plan.int4.lm_head)
-        return {"int4_matmuls": int(quantized)}
+        return plan.quantized_matmuls(head=self.head)
 
     def forward(self, op, x):
         y = op.MatMul(x, op.Transpose(self.weight, perm=[1, 0]))
@@ -52,7 +51,7 @@ class Conv1D(nn.Module):
         self.bias = nn.Parameter([out_features], dtype)
 
     def expected_fusions(self, plan) -> dict[str, int]:
-        return {"int4_matmuls": int(plan.int4 is not None)}
+        return plan.quantized_matmuls()
 
     def forward(self, op, x):
         return op.Add(op.MatMul(x, self.weight), self.bias)
@@ -90,7 +89,7 @@ class PackedLinear(nn.Module):
         matmuls = 1 if self.packed else len(self.weights)
         return {
             "packed_tensors": (2 if self.biases else 1) if self.packed else 0,
-            "int4_matmuls": matmuls if plan.int4 is not None else 0,
+            **plan.quantized_matmuls(matmuls),
         }
 
     def forward(self, op, x):

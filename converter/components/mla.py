@@ -37,7 +37,7 @@ def latent_caches(cfg) -> list[LayerCache]:
 
 class LatentUpProjection(nn.Module):
     """kv_b_proj, [heads * (qk_nope + v), kv_lora_rank]: read as per-head matrices, never
-    multiplied as a Linear (so the int4 and pre-transposing passes leave it alone)."""
+    multiplied as a Linear (so the quantizing and pre-transposing passes leave it alone)."""
 
     def __init__(self, heads: int, nope: int, v: int, rank: int, dtype: ir.DataType):
         super().__init__()
@@ -45,9 +45,12 @@ class LatentUpProjection(nn.Module):
         self.shape, self.nope, self.v = [heads, nope + v, rank], nope, v
 
     def lowering_notes(self, plan) -> list[str]:
-        if plan.int4 is None:
+        if plan.quantization is None:
             return []
-        return ["int4: latent attention's kv_b_proj stays float (read as per-head matrices)"]
+        return [
+            f"{plan.quantization}: latent attention's kv_b_proj stays float "
+            "(read as per-head matrices)"
+        ]
 
     def forward(self, op):
         """W_uk [heads, nope, rank] (query into latent) and W_uv^T [heads, rank, v] (out)."""

@@ -40,7 +40,7 @@ class Router(nn.Module):
         correction = nn.Parameter([moe.num_experts], dtype) if moe.correction_bias else None
         self.e_score_correction_bias = correction
 
-    keeps_float = True  # not quantized with int4: a flipped pick is no small rounding error
+    keeps_float = True  # not quantized (int4, int8): a flipped pick is no small rounding error
 
     def forward(self, op, flat):
         logits = op.MatMul(flat, op.Transpose(self.weight, perm=[1, 0]))
@@ -143,7 +143,10 @@ class SparseMoe(nn.Module):
         return [f"experts in standard ops instead of MoE: {self.fallback}"]
 
     def lowering_notes(self, plan) -> list[str]:
-        """What lowering leaves undone here: a MoE kernel whose widths QMoE cannot block."""
+        """What lowering leaves undone here: int8 experts (no kernel quantizes expert stacks
+        dynamically), a MoE kernel whose widths QMoE cannot block."""
+        if plan.int8:
+            return ["int8: expert weights stay float (only 2-D MatMul weights are quantized)"]
         if plan.int4 is None or not self.kernel or self.quantized(plan):
             return []
         return [

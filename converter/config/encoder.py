@@ -43,6 +43,7 @@ class EncoderRules:
     token_type_ids and every token is type 0) and `read_extra` for a family's own settings."""
 
     TRAITS = frozenset({"roberta_positions", "token_types", "token_type_input"})
+    position_types = ("absolute",)  # the position_embedding_type values the family builds
 
     def __init__(self, aliases: Mapping[str, str] | None = None, **traits: Any) -> None:
         unknown = set(traits) - self.TRAITS
@@ -61,6 +62,8 @@ class EncoderRules:
         for alias, key in self.aliases.items():
             if r.has(alias):
                 r.raw[key] = r.raw[alias]
+        if r.bool("is_decoder", False):
+            r.refuse("is_decoder", "causal self-attention is the causal-LM scope (not yet)")
         hidden = r.int("hidden_size", "dim", "d_model")
         heads = r.int("num_attention_heads", "n_heads")
         if hidden % heads:
@@ -69,8 +72,9 @@ class EncoderRules:
             )
         vocab = r.int("vocab_size", hi=MAX_VOCAB)
         position_type = r.get("position_embedding_type", default="absolute")
-        if position_type != "absolute":
-            r.refuse("position_embedding_type", "only absolute position embeddings are read")
+        if position_type not in self.position_types:
+            built = ", ".join(self.position_types)
+            r.refuse("position_embedding_type", f"{r.model_type} builds {built} positions")
         token_types = self.traits.get("token_types", True)
         pad = r.get("pad_token_id")
         if pad is not None:

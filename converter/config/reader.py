@@ -43,8 +43,14 @@ def text_config(config: Any) -> dict[str, Any]:
 
 
 def model_type_of(config: Any) -> str:
-    """The architecture name a config.json declares (of its text model, if nested)."""
-    model_type = text_config(config).get("model_type") or config.get("model_type")
+    """The architecture name a config.json declares: its own `model_type` when a family reads
+    the whole file (CLIP, whose `text_config` is a `clip_text_model`), else its text model's
+    (Gemma 3's `gemma3_text`)."""
+    from converter.registry import families
+
+    nested = text_config(config).get("model_type")
+    top = config.get("model_type")
+    model_type = top if isinstance(top, str) and top in families() else nested or top
     if model_type is None or model_type == "":
         raise ConfigError("'model_type' is missing from config.json")
     if not isinstance(model_type, str):

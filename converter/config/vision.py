@@ -19,8 +19,9 @@ MAX_STAGES = 16
 @dataclass(frozen=True)
 class VisionConfig:
     model_type: str
-    image_size: tuple[int, int]  # (height, width) the position tables and windows are built for
-    patch_size: tuple[int, int]  # (height, width) of the patch embedding's stride
+    # (height, width) the position tables and windows are built for (None: any size)
+    image_size: tuple[int, int] | None
+    patch_size: tuple[int, int] | None  # (height, width) of the patch embedding's stride
     num_channels: int
     widths: tuple[int, ...]  # channels of each stage (a plain ViT: one stage)
     depths: tuple[int, ...]  # blocks of each stage
@@ -50,8 +51,9 @@ class VisionConfig:
 class VisionRules:
     """How an image family reads config.json: ViT's keys (`hidden_size`, `num_hidden_layers`,
     `num_attention_heads`, `intermediate_size`) by default; a family with stages overrides
-    `stages` (one with another MLP width, `intermediate_size`), and `read_extra` returns its
-    own settings."""
+    `stages` (one with another MLP width, `intermediate_size`), a convolutional one
+    `image_size` (None: any size) and `patch_size`, and `read_extra` returns its own
+    settings."""
 
     eps_default = 1e-12  # ViT's layer_norm_eps when the file leaves it out
 
@@ -73,6 +75,13 @@ class VisionRules:
     def intermediate_size(self, r: ConfigReader, hidden: int) -> int:
         return r.int("intermediate_size", hi=MAX_DIM * 4)
 
+    def image_size(self, r: ConfigReader) -> tuple[int, int] | None:
+        """The size the graph is built for; None for families that take any size."""
+        return pair(r, "image_size", MAX_IMAGE_SIDE)
+
+    def patch_size(self, r: ConfigReader) -> tuple[int, int] | None:
+        return pair(r, "patch_size", MAX_IMAGE_SIDE)
+
     def read_extra(self, r: ConfigReader) -> dict[str, Any]:
         return {}
 
@@ -80,8 +89,8 @@ class VisionRules:
         widths, depths, heads, intermediate = self.stages(r)
         return VisionConfig(
             model_type=r.model_type,
-            image_size=pair(r, "image_size", MAX_IMAGE_SIDE),
-            patch_size=pair(r, "patch_size", MAX_IMAGE_SIDE),
+            image_size=self.image_size(r),
+            patch_size=self.patch_size(r),
             num_channels=r.int("num_channels", default=3, hi=64),
             widths=widths,
             depths=depths,

@@ -19,6 +19,7 @@ from converter.execution_providers import (
     ExecutionProvider,
 )
 from converter.lowering.int4 import Int4, quantize_embedding, quantize_matmuls
+from converter.lowering.int8 import quantize_matmuls_int8
 from converter.lowering.moe import quantize_dense_experts, quantize_experts
 from converter.lowering.passes import (
     MS_DOMAIN,
@@ -29,22 +30,58 @@ from converter.lowering.passes import (
 )
 from converter.tasks.base import Component
 
-__all__ = ["MS_DOMAIN", "Int4", "LoweringError", "LoweringReport", "Plan", "count_ops", "lower"]
+__all__ = [
+    "INT4_MATMULS",
+    "INT8_MATMULS",
+    "MS_DOMAIN",
+    "Int4",
+    "LoweringError",
+    "LoweringReport",
+    "Plan",
+    "count_ops",
+    "lower",
+]
 
 
 class LoweringError(MobiusError):
     """A pass did not produce the fusions the EP's graph must have."""
 
 
+INT4_MATMULS = "int4_matmuls"
+INT8_MATMULS = "int8_matmuls"
+
+
 @dataclass(frozen=True)
 class Plan:
-    """What lowering does to a component: the EP's fusions and the int4 settings (or None)."""
+    """What lowering does to a component: the EP's fusions, the int4 settings (or None), and
+    whether weight MatMuls become dynamic int8."""
 
     ep: ExecutionProvider
     int4: Int4 | None = None
+    int8: bool = False
 
     def has(self, fusion: str) -> bool:
         return self.ep.has(fusion)
+
+    @property
+    def quantization(self) -> str | None:
+        """ "int4", "int8", or None when weights stay in the activation dtype."""
+        if self.int4 is not None:
+            return "int4"
+        return "int8" if self.int8 else None
+
+    @property
+    def matmul_fusion(self) -> str | None:
+        """The fusion counting MatMuls whose weights this plan quantizes (None: it keeps them)."""
+        return None if self.quantization is None else f"{self.quantization}_matmuls"
+
+    def quantized_matmuls(self, count: int = 1, head: bool = False) -> dict[str, int]:
+        """`count` MatMuls by weights, as a module declares them: an LM head's weights are
+        quantized only with --int4-lm-head (int8 keeps heads float)."""
+        name = self.matmul_fusion
+        if name is None or (head and (self.int4 is None or not self.int4.lm_head)):
+            return {}
+        return {name: count}
 
 
 @dataclass
@@ -84,15 +121,17 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
     report.fusions["packed_tensors"] = fold_packed_weights(model)
     if ep.has(SKIP_NORM):
         report.fusions["skip_norms"] = fuse_skip_norms(model)
+    heads = {
+        m.weight.name
+        for m in module.modules()
+        if getattr(m, "head", False) is True and m.weight is not None  # a flag, not a submodule
+    }
+    routers = {m.weight.name for m in module.modules() if getattr(m, "keeps_float", False)}
+    if plan.int8:
+        report.fusions[INT8_MATMULS] = quantize_matmuls_int8(model, heads, routers)
     if int4 is not None:
         quantizers: dict = {}  # a tied table is quantized once, for the head and the rows
-        heads = {
-            m.weight.name
-            for m in module.modules()
-            if getattr(m, "head", False) and m.weight is not None
-        }
-        routers = {m.weight.name for m in module.modules() if getattr(m, "keeps_float", False)}
-        report.fusions["int4_matmuls"] = quantize_matmuls(
+        report.fusions[INT4_MATMULS] = quantize_matmuls(
             model, ep, int4, float_type, quantizers, heads, routers
         )
         if ep.has(QMOE):
@@ -101,7 +140,8 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
         report.fusions["int4_expert_stacks"] = quantize_dense_experts(
             model, stacks, int4, float_type
         )
-        if int4.lm_head and ep.has(GATHER_Q4):
+        # (decoders: their token table; encoders keep theirs float)
+        if int4.lm_head and ep.has(GATHER_Q4) and hasattr(module, "embedding_table"):
             table = module.embedding_table().name
             report.fusions["int4_embeddings"] = quantize_embedding(
                 model, table, int4, float_type, quantizers

@@ -3,7 +3,6 @@ embedding table to GatherBlockQuantized; quantized lazily while the package is w
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,7 +10,9 @@ import onnx_ir as ir
 
 from converter.errors import MobiusError
 from converter.execution_providers import MATMUL_NBITS, ExecutionProvider
-from converter.lowering.passes import MS_DOMAIN, is_initializer, only_use
+from converter.lowering.lazy import LazyResult, lazy_initializer, swap
+from converter.lowering.matmul_weights import weight_of
+from converter.lowering.passes import MS_DOMAIN, is_initializer
 from converter.quantize import DEQUANTIZE_LINEAR_AXIS, quantize_q4, to_dequantize_linear
 from converter.weights import source_array
 
@@ -48,7 +49,7 @@ def quantize_matmuls(
     graph, count = model.graph, 0
     dequantizers: dict[str, _LazyQ4] = {}
     for node in list(graph):
-        found = _weight_of(node) if node.op_type == "MatMul" and node.domain == "" else None
+        found = weight_of(node) if node.op_type == "MatMul" and node.domain == "" else None
         if found is None and int4.lm_head:
             found = _tied_head_of(node)
         if found is None:
@@ -95,7 +96,7 @@ def quantize_embedding(
         if weight is None or weight.name != table or not is_initializer(weight):
             continue
         q = quantizers.get(weight.name) or _LazyQ4(weight.const_value, True, int4)
-        _swap(graph, node, _gather_q4(graph, node, weight, q, act))
+        swap(graph, node, _gather_q4(graph, node, weight, q, act))
         if not weight.uses():
             graph.initializers.pop(weight.name)
         model.opset_imports.setdefault(MS_DOMAIN, 1)
@@ -108,7 +109,7 @@ def _gather_q4(graph, gather, weight, q: _LazyQ4, act: ir.DataType) -> ir.Node:
     int4 = q.int4
     base, act_np = f"{weight.name}.gather_q4", act.numpy()
     inputs = [
-        _lazy_initializer(
+        lazy_initializer(
             graph,
             f"{base}.data",
             q.part(lambda r: ir.Tensor(r.packed.reshape(rows, -1)[:, : columns // 2])),
@@ -116,7 +117,7 @@ def _gather_q4(graph, gather, weight, q: _LazyQ4, act: ir.DataType) -> ir.Node:
             [rows, columns // 2],
         ),
         gather.inputs[1],
-        _lazy_initializer(
+        lazy_initializer(
             graph,
             f"{base}.scales",
             q.part(lambda r: ir.Tensor(r.scales.astype(act_np), dtype=act)),
@@ -126,7 +127,7 @@ def _gather_q4(graph, gather, weight, q: _LazyQ4, act: ir.DataType) -> ir.Node:
     ]
     if not int4.symmetric:
         inputs.append(
-            _lazy_initializer(
+            lazy_initializer(
                 graph,
                 f"{base}.zero_points",
                 q.part(lambda r: ir.Tensor(r.zero_points)),
@@ -159,80 +160,23 @@ def _tied_head_of(node: ir.Node):
     return table, None, True
 
 
-def _weight_of(matmul: ir.Node):
-    """(weight initializer, its Transpose node or None, True if stored [N, K]) or None. A weight
-    several MatMuls read (a layer run more than once) is quantized once for all of them."""
-    b = matmul.inputs[1]
-    producer = b.producer()
-    if producer is not None and producer.op_type == "Transpose" and only_use(b):
-        weight = producer.inputs[0]
-        if is_initializer(weight) and weight.shape.rank() == 2 and _only_multiplied(weight):
-            return weight, producer, True
-        return None
-    if is_initializer(b) and b.shape.rank() == 2 and _only_multiplied(b):
-        return b, None, False
-    return None
-
-
-def _only_multiplied(weight: ir.Value) -> bool:
-    """Every use of `weight` is as a MatMul's right side, directly or through a Transpose."""
-    for node, index in weight.uses():
-        if node.op_type == "Transpose" and only_use(node.outputs[0]):
-            node, index = next(iter(node.outputs[0].uses()))
-        if node.op_type != "MatMul" or index != 1:
-            return False
-    return True
-
-
-class _LazyQ4:
-    """Quantizes one weight on first use and serves its parts (packed values, scales, zero
-    points) from that one result, which is dropped once every part was written. A lock
-    keeps this right when the writer runs on several threads."""
+class _LazyQ4(LazyResult):
+    """One weight's int4 quantization, computed on first use and served by parts (packed
+    values, scales, zero points) in the encoding `form` picks them from."""
 
     def __init__(self, source: ir.TensorProtocol, layout_nk: bool, int4: Int4, form=None):
+        super().__init__(self._quantize)
         self.source, self.layout_nk, self.int4 = source, layout_nk, int4
         self.form = form or (lambda q4: q4)  # the encoding the parts are picked from
-        self._result = None
-        self._parts = 0  # registered parts; the result is dropped once each was served
-        self._served = 0
-        self._lock = threading.Lock()
         self.initializers: dict[str, list[ir.Value]] = {}  # per kernel, shared by its nodes
         dims = source.shape.dims
         self.n, self.k = dims if layout_nk else dims[::-1]
         self.blocks = -(-self.k // int4.block_size)
 
-    def part(self, pick):
-        self._parts += 1
-
-        def compute() -> ir.Tensor:
-            with self._lock:
-                return serve()
-
-        def serve() -> ir.Tensor:
-            if self._result is None:
-                weight = source_array(self.source)
-                weight = weight if self.layout_nk else np.ascontiguousarray(weight.T)
-                q4 = quantize_q4(weight, self.int4.block_size, self.int4.symmetric)
-                self._result = self.form(q4)
-            tensor = pick(self._result)
-            self._served += 1
-            if self._served == self._parts:  # every part written: drop the quantized copy
-                self._result, self._served = None, 0
-            return tensor
-
-        return compute
-
-
-def _lazy_initializer(graph: ir.Graph, name: str, compute, dtype, dims) -> ir.Value:
-    shape = ir.Shape(dims)
-    value = ir.Value(
-        name=name,
-        shape=shape,
-        type=ir.TensorType(dtype),
-        const_value=ir.LazyTensor(compute, dtype=dtype, shape=shape, name=name),
-    )
-    graph.register_initializer(value)
-    return value
+    def _quantize(self):
+        weight = source_array(self.source)
+        weight = weight if self.layout_nk else np.ascontiguousarray(weight.T)
+        return self.form(quantize_q4(weight, self.int4.block_size, self.int4.symmetric))
 
 
 def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act) -> None:
@@ -252,21 +196,21 @@ def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act
         domain=MS_DOMAIN,
         name=f"{matmul.name}/q4",
     )
-    _swap(graph, matmul, node)
+    swap(graph, matmul, node)
 
 
 def _nbits_initializers(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
     act_np = act.numpy()
     bs = q.int4.block_size
     values = [
-        _lazy_initializer(
+        lazy_initializer(
             graph,
             f"{name}.q4",
             q.part(lambda r: ir.Tensor(r.packed)),
             ir.DataType.UINT8,
             [q.n, q.blocks, bs // 2],
         ),
-        _lazy_initializer(
+        lazy_initializer(
             graph,
             f"{name}.scales",
             q.part(lambda r: ir.Tensor(r.scales.astype(act_np), dtype=act)),
@@ -276,7 +220,7 @@ def _nbits_initializers(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
     ]
     if not q.int4.symmetric:
         values.append(
-            _lazy_initializer(
+            lazy_initializer(
                 graph,
                 f"{name}.zero_points",
                 q.part(lambda r: ir.Tensor(r.zero_points)),
@@ -311,8 +255,8 @@ def _dq_initializers(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
         return ir.Tensor(r[1].astype(act_np), dtype=act)
 
     values = [
-        _lazy_initializer(graph, f"{name}.q4", q.part(pick_values), values_type, [q.k, q.n]),
-        _lazy_initializer(graph, f"{name}.scales", q.part(pick_scales), act, [q.blocks, q.n]),
+        lazy_initializer(graph, f"{name}.q4", q.part(pick_values), values_type, [q.k, q.n]),
+        lazy_initializer(graph, f"{name}.scales", q.part(pick_scales), act, [q.blocks, q.n]),
     ]
     if not q.int4.symmetric:
 
@@ -320,7 +264,7 @@ def _dq_initializers(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
             return ir.Tensor(r[2], dtype=ir.DataType.UINT4)
 
         values.append(
-            _lazy_initializer(
+            lazy_initializer(
                 graph,
                 f"{name}.zero_points",
                 q.part(pick_zero_points),
@@ -329,12 +273,3 @@ def _dq_initializers(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
             )
         )
     return values
-
-
-def _swap(graph: ir.Graph, old: ir.Node, new: ir.Node) -> None:
-    """Replace `old` by `new`, keeping the output's name (it may be a graph output)."""
-    graph.insert_before(old, new)
-    name = old.outputs[0].name
-    old.outputs[0].replace_all_uses_with(new.outputs[0], replace_graph_outputs=True)
-    graph.remove(old, safe=True)
-    new.outputs[0].name = name

@@ -19,7 +19,8 @@ import numpy as np
 import onnx_ir as ir
 
 from converter.execution_providers import ExecutionProvider
-from converter.lowering.int4 import Int4, _lazy_initializer, _LazyQ4, _swap
+from converter.lowering.int4 import Int4, _LazyQ4
+from converter.lowering.lazy import lazy_initializer, swap
 from converter.lowering.passes import MS_DOMAIN, is_initializer
 from converter.quantize import to_dequantize_linear
 from converter.weights import SourceTensor, source_array
@@ -66,7 +67,7 @@ def quantize_experts(model: ir.Model, ep: ExecutionProvider, int4: Int4, act: ir
             domain=MS_DOMAIN,
             name=f"{node.name}/q4",
         )
-        _swap(graph, node, qmoe)
+        swap(graph, node, qmoe)
         for stack in (fc1, fc2):
             if not stack.uses():
                 graph.initializers.pop(stack.name)
@@ -118,7 +119,7 @@ def _lazy_parts(graph: ir.Graph, base: str, q: _LazyQ4, parts: list) -> list[ir.
     if q.int4.symmetric:
         parts = parts[:-1]
     return [
-        _lazy_initializer(graph, f"{base}.{suffix}", q.part(pick), dtype, dims)
+        lazy_initializer(graph, f"{base}.{suffix}", q.part(pick), dtype, dims)
         for suffix, pick, dtype, dims in parts
     ]
 

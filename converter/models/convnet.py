@@ -7,6 +7,7 @@ from __future__ import annotations
 import onnx_ir as ir
 from onnxscript import nn
 
+from converter.components.batch_norm import BATCH_NORM_UNUSED
 from converter.config.convnet import ConvNetConfig
 from converter.errors import ConfigError
 from converter.tasks.encoding import BATCH
@@ -17,7 +18,7 @@ MAP_DIMS = ("map_height", "map_width")
 
 # BatchNorm's step counter (saved with every checkpoint, read by no graph) and the classifier of
 # a checkpoint converted for its features
-CONVNET_UNUSED = (r".*\.num_batches_tracked", r"classifier\..*")
+CONVNET_UNUSED = (BATCH_NORM_UNUSED, r"classifier\..*")
 
 
 class ConvNetBody(nn.Module):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, activation
-from converter.components.conv import Conv2d
+from converter.components.conv2d import Conv2d
 from converter.components.conv_layers import ConvNorm
 from converter.components.encoder_attention import encoder_attention
 from converter.config.convnet import ConvNetRules, stage_list

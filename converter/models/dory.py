@@ -177,8 +177,9 @@ class DoryBody(nn.Module):
             counts[GQA] = runs if self.kernel.gqa else 0
         n_in, n_rec, _ = self.cfg.sections
         recurrent = self.layers[n_in : n_in + n_rec]
-        one_loop = sum(declared_fusions(m, plan, "int4_matmuls") for m in recurrent)
-        counts["int4_matmuls"] = (self.cfg.loops - 1) * one_loop
+        if plan.matmul_fusion is not None:
+            one_loop = sum(declared_fusions(m, plan, plan.matmul_fusion) for m in recurrent)
+            counts[plan.matmul_fusion] = (self.cfg.loops - 1) * one_loop
         return counts
 
     def forward(self, op, inputs: DecoderInputs):
@@ -213,7 +214,7 @@ class DoryBody(nn.Module):
 class DoryHead(nn.Module):
     """`lm_head` (or the tied embedding table) times a learned per-token `logit_scale`."""
 
-    head = True  # int4 only with --int4-lm-head
+    head = True  # int4 only with --int4-lm-head, never int8
 
     def __init__(self, cfg: DoryConfig, dtype: ir.DataType):
         super().__init__()
@@ -223,8 +224,7 @@ class DoryHead(nn.Module):
         self.logit_scale = nn.Parameter([cfg.vocab_size], dtype)
 
     def expected_fusions(self, plan) -> dict[str, int]:
-        quantized = self.weight is not None and plan.int4 is not None and plan.int4.lm_head
-        return {"int4_matmuls": int(quantized)}
+        return plan.quantized_matmuls(head=True) if self.weight is not None else {}
 
     def forward(self, op, hidden, table):
         if self.weight is None:

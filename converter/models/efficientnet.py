@@ -9,7 +9,7 @@ import math
 from onnxscript import nn
 
 from converter.components import activation
-from converter.components.conv import BatchNorm2d, Conv2d
+from converter.components.conv2d import BatchNorm2d, Conv2d
 from converter.components.pooling import global_mean, pad
 from converter.config.convnet import ConvNetRules, make_divisible, stage_list
 from converter.errors import ConfigError

@@ -120,6 +120,12 @@ def position_ids(op, cfg: EncoderConfig, input_ids):
 
 
 class BertEmbeddings(nn.Module):
+    """Tokens + token types + positions, then LayerNorm (`normed`; pre-norm families such as
+    Megatron-BERT and XLM-RoBERTa-XL have none). `token_sum` is what is added before the
+    positions, for families that add more (ERNIE's task types)."""
+
+    normed = True
+
     def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
         super().__init__()
         size = cfg.embedding_size
@@ -127,24 +133,25 @@ class BertEmbeddings(nn.Module):
         self.position_embeddings = Table(cfg.max_position_embeddings, size, dtype)
         types = cfg.type_vocab_size
         self.token_type_embeddings = Table(types, size, dtype) if types else None
-        self.LayerNorm = LayerNorm(size, cfg.norm_eps, dtype)
+        self.LayerNorm = LayerNorm(size, cfg.norm_eps, dtype) if self.normed else None
         self.cfg = cfg
 
     def expected_fusions(self, plan) -> dict[str, int]:
         # the norm reads (tokens + types) + positions
-        return {"skip_norms": 1 if plan.has(SKIP_NORM) else 0}
+        return {"skip_norms": 1 if plan.has(SKIP_NORM) and self.normed else 0}
+
+    def token_sum(self, op, inputs: TextInputs):
+        x = self.word_embeddings(op, inputs.input_ids)
+        if self.token_type_embeddings is None:
+            return x
+        # without the input every token is type 0: the row, broadcast
+        types = 0 if inputs.token_type_ids is None else inputs.token_type_ids
+        return op.Add(x, self.token_type_embeddings(op, types))
 
     def forward(self, op, inputs: TextInputs):
-        x = self.word_embeddings(op, inputs.input_ids)
-        if self.token_type_embeddings is not None:
-            if inputs.token_type_ids is None:
-                types = op.Gather(self.token_type_embeddings.weight, 0, axis=0)
-            else:
-                types = self.token_type_embeddings(op, inputs.token_type_ids)
-            x = op.Add(x, types)
         positions = position_ids(op, self.cfg, inputs.input_ids)
-        x = op.Add(x, self.position_embeddings(op, positions))
-        return self.LayerNorm(op, x)
+        x = op.Add(self.token_sum(op, inputs), self.position_embeddings(op, positions))
+        return x if self.LayerNorm is None else self.LayerNorm(op, x)
 
 
 class Pooler(nn.Module):
@@ -155,12 +162,19 @@ class Pooler(nn.Module):
         self.dense = Linear(cfg.hidden_size, cfg.hidden_size, True, dtype)
 
     def forward(self, op, hidden):
-        first = op.Squeeze(op.Slice(hidden, [0], [1], [1]), [1])
-        return op.Tanh(self.dense(op, first))
+        return op.Tanh(self.dense(op, first_token(op, hidden)))
+
+
+def first_token(op, hidden):
+    """hidden[:, 0]: the [CLS] / <s> token that poolers and sentence heads read."""
+    return op.Squeeze(op.Slice(hidden, [0], [1], [1]), [1])
 
 
 class BertBody(nn.Module):
-    """BertModel: embeddings, encoder and (`pooled`) the pooler."""
+    """BertModel: embeddings, encoder and (`pooled`) the pooler. A family that puts something
+    between the embeddings and the layers (ELECTRA's projection) overrides `embed`; one that
+    adds after them (a final norm) overrides `hidden_states`; one whose attention takes more
+    than the mask (ESM's rotary positions) wraps the kernel in `attention_kernel`."""
 
     embeddings_cls = BertEmbeddings
     encoder_cls = BertEncoder
@@ -172,9 +186,18 @@ class BertBody(nn.Module):
         self.pooler = Pooler(cfg, dtype) if pooled else None
         self.ep, self.dtype = ep, dtype
 
+    def embed(self, op, inputs: TextInputs):
+        return self.embeddings(op, inputs)
+
+    def attention_kernel(self, op, inputs: TextInputs):
+        return encoder_attention(op, self.ep, inputs.attention_mask, self.dtype)
+
+    def hidden_states(self, op, inputs: TextInputs):
+        kernel = self.attention_kernel(op, inputs)
+        return self.encoder(op, self.embed(op, inputs), kernel)
+
     def forward(self, op, inputs: TextInputs):
-        kernel = encoder_attention(op, self.ep, inputs.attention_mask, self.dtype)
-        hidden = self.encoder(op, self.embeddings(op, inputs), kernel)
+        hidden = self.hidden_states(op, inputs)
         pooled = None if self.pooler is None else self.pooler(op, hidden)
         return hidden, pooled
 
@@ -184,13 +207,20 @@ class BertBody(nn.Module):
 
 class MaskedLMHead(nn.Module):
     """cls.predictions: transform (dense, act, LayerNorm), then the tied word table (or its own
-    `decoder`) and the vocabulary bias."""
+    `decoder`, an LM head: int4 only with --int4-lm-head, never int8) and the vocabulary bias.
+    `decoder_bias`: an untied decoder keeps its own bias in place of `bias` (transformers unties
+    both when tie_word_embeddings is false)."""
 
-    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType, tied: bool):
+    def __init__(
+        self, cfg: EncoderConfig, dtype: ir.DataType, tied: bool, decoder_bias: bool = False
+    ):
         super().__init__()
+        own_bias = decoder_bias and not tied
         self.transform = PredictionTransform(cfg, dtype)
-        self.decoder = None if tied else Linear(cfg.embedding_size, cfg.vocab_size, False, dtype)
-        self.bias = nn.Parameter([cfg.vocab_size], dtype)
+        self.decoder = (
+            None if tied else Linear(cfg.embedding_size, cfg.vocab_size, own_bias, dtype, head=True)
+        )
+        self.bias = None if own_bias else nn.Parameter([cfg.vocab_size], dtype)
 
     def forward(self, op, hidden, table):
         x = self.transform(op, hidden)
@@ -199,7 +229,7 @@ class MaskedLMHead(nn.Module):
             if self.decoder is None
             else (self.decoder(op, x))
         )
-        return op.Add(logits, self.bias)
+        return logits if self.bias is None else op.Add(logits, self.bias)
 
 
 class PredictionTransform(nn.Module):
@@ -216,9 +246,11 @@ class PredictionTransform(nn.Module):
 class BertPredictions(nn.Module):
     """`cls` holding `predictions` (BertForMaskedLM's names)."""
 
-    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType, tied: bool):
+    def __init__(
+        self, cfg: EncoderConfig, dtype: ir.DataType, tied: bool, decoder_bias: bool = False
+    ):
         super().__init__()
-        self.predictions = MaskedLMHead(cfg, dtype, tied)
+        self.predictions = MaskedLMHead(cfg, dtype, tied, decoder_bias)
 
     def forward(self, op, hidden, table):
         return self.predictions(op, hidden, table)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, activation
-from converter.components.conv import Conv2d
+from converter.components.conv2d import Conv2d
 from converter.components.pooling import pad_to_multiple
 from converter.config.convnet import ConvNetRules, stage_list
 from converter.execution_providers import SKIP_NORM

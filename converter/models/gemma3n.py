@@ -150,7 +150,7 @@ class Gemma3nAltUp(nn.Module):
         self.router_scale = 1.0 / hidden
 
     def expected_fusions(self, plan) -> dict[str, int]:
-        return {"int4_matmuls": int(plan.int4 is not None)}  # the router's second run
+        return plan.quantized_matmuls()  # the router's second run
 
     def _route(self, op, x):
         return op.Tanh(self.modality_router(op, op.Mul(self.router_norm(op, x), self.router_scale)))

@@ -9,11 +9,12 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import Linear
+from converter.components.batch_norm import BATCH_NORM_UNUSED
 from converter.components.conv_layers import ConvNorm
 from converter.components.pooling import global_mean, pad
 from converter.config.convnet import ConvNetRules, stage_list
 from converter.errors import ConfigError
-from converter.models.convnet import CONVNET_UNUSED, ClassifierOnly
+from converter.models.convnet import ClassifierOnly
 from converter.registry import Family
 
 STAGE_INTS = (
@@ -206,6 +207,6 @@ FAMILIES = [
         rules=HGNetV2Rules(),
         task="image-classification",
         category="vision",
-        unused=CONVNET_UNUSED[:1],
+        unused=(BATCH_NORM_UNUSED,),
     ),
 ]

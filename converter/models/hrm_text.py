@@ -101,9 +101,10 @@ class HrmBody(nn.Module):
             counts[GQA] = runs * per_run if self.kernel.gqa else 0
         # each stack's modules declare one run; the others add theirs
         extra_runs = {self.L_module: high * low - 1, self.H_module: high - 1}
-        counts["int4_matmuls"] = sum(
-            n * declared_fusions(m, plan, "int4_matmuls") for m, n in extra_runs.items()
-        )
+        if plan.matmul_fusion is not None:
+            counts[plan.matmul_fusion] = sum(
+                n * declared_fusions(m, plan, plan.matmul_fusion) for m, n in extra_runs.items()
+            )
         return counts
 
     def forward(self, op, inputs: DecoderInputs):

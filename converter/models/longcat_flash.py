@@ -70,7 +70,7 @@ class LongcatAttention(LatentAttention):
 
 
 class _Classifier(nn.Module):
-    keeps_float = True  # not quantized with int4, as Router
+    keeps_float = True  # not quantized (int4, int8), as Router
 
     def __init__(self, cfg, dtype: ir.DataType):
         super().__init__()

@@ -5,16 +5,16 @@ configured image size."""
 
 from __future__ import annotations
 
-from converter.models.mobilevit import InvertedResidual, MobileNetLayer, conv, halved
 from onnxscript import nn
 
 from converter.components import activation
-from converter.components.conv import Conv2d
+from converter.components.conv2d import Conv2d
 from converter.components.conv_layers import GroupNorm
 from converter.components.pooling import global_mean, pad
 from converter.config.convnet import ConvNetRules, make_divisible, stage_list
 from converter.errors import ConfigError
 from converter.models.convnet import CONVNET_UNUSED, MAP_DIMS, ConvNetBody
+from converter.models.mobilevit import InvertedResidual, MobileNetLayer, conv, halved
 from converter.models.vision import Features, VisionEncoderModel
 from converter.registry import Family
 from converter.tasks.encoding import BATCH

@@ -7,7 +7,7 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import Linear, activation
-from converter.components.conv import Conv2d
+from converter.components.conv2d import Conv2d
 from converter.components.conv_layers import GroupNorm
 from converter.components.pooling import global_mean
 from converter.config.convnet import ConvNetRules, stage_list

@@ -9,12 +9,13 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import Linear, activation
-from converter.components.conv import Conv2d
+from converter.components.batch_norm import BATCH_NORM_UNUSED
+from converter.components.conv2d import Conv2d
 from converter.components.conv_layers import ConvNorm
 from converter.components.pooling import global_mean
 from converter.config.convnet import ConvNetRules, make_divisible
 from converter.errors import ConfigError
-from converter.models.convnet import CONVNET_UNUSED, ClassifierOnly
+from converter.models.convnet import ClassifierOnly
 from converter.registry import Family
 
 # PPLCNetConfig's own blocks when config.json leaves them out: per stage, (kernel, in, out,
@@ -182,6 +183,6 @@ FAMILIES = [
         rules=PPLCNetRules(),
         task="image-classification",
         category="vision",
-        unused=CONVNET_UNUSED[:1],
+        unused=(BATCH_NORM_UNUSED,),
     ),
 ]

@@ -4,11 +4,10 @@ runs a depthwise 3x3 conv between its Linears, each stage ends in a LayerNorm an
 
 from __future__ import annotations
 
-from converter.models.pvt import PvtRules
 from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, activation
-from converter.components.conv import Conv2d
+from converter.components.conv2d import Conv2d
 from converter.components.encoder_attention import encoder_attention
 from converter.components.pooling import adaptive_mean
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
@@ -20,6 +19,7 @@ from converter.models.convnet import (
     to_maps,
     to_tokens,
 )
+from converter.models.pvt import PvtRules
 from converter.models.vision import Features, VisionEncoderModel
 from converter.registry import Family
 from converter.tasks.encoding import BATCH

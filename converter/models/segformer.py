@@ -5,14 +5,14 @@ closing each stage. Every LayerNorm keeps torch's epsilon (transformers does not
 
 from __future__ import annotations
 
-from converter.models.pvt import FFN, Attention, Layer, PvtRules, SelfAttention
-from converter.models.pvt_v2 import DepthwiseConv, PatchEmbeddings
 from onnxscript import nn
 
 from converter.components import LayerNorm, activation
 from converter.components.encoder_attention import encoder_attention
 from converter.execution_providers import SKIP_NORM
 from converter.models.convnet import CONVNET_UNUSED, MAP_DIMS, ConvNetBody, to_maps
+from converter.models.pvt import FFN, Attention, Layer, PvtRules, SelfAttention
+from converter.models.pvt_v2 import DepthwiseConv, PatchEmbeddings
 from converter.models.vision import Features, VisionEncoderModel
 from converter.registry import Family
 from converter.tasks.encoding import BATCH

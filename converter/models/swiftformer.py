@@ -9,7 +9,7 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import Linear, activation
-from converter.components.conv import BatchNorm2d, Conv2d
+from converter.components.conv2d import BatchNorm2d, Conv2d
 from converter.components.pooling import global_mean
 from converter.config.convnet import ConvNetRules, stage_list
 from converter.errors import ConfigError

@@ -7,7 +7,7 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import Linear
-from converter.components.conv import BatchNorm2d, Conv2d
+from converter.components.conv2d import BatchNorm2d, Conv2d
 from converter.components.conv_layers import ConvNorm
 from converter.components.pooling import adaptive_mean, global_mean
 from converter.config.convnet import ConvNetRules, stage_list

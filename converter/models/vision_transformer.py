@@ -12,7 +12,7 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, activation
-from converter.components.conv import Conv2d
+from converter.components.conv2d import Conv2d
 from converter.components.encoder_attention import encoder_attention
 from converter.config.vision import VisionConfig
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM

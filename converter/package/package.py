@@ -71,13 +71,13 @@ class ModelPackage:
         for component in self.components:
             path = staging / component.filename
             path.parent.mkdir(parents=True, exist_ok=True)
-            _write_model(component.model, path, progress)
+            write_graph(component.model, path, progress)
         if self.task.name == "text-generation":
             generation = _read_json(self.source.path / GENERATION_CONFIG)
             _write_json(staging / GENAI_CONFIG, genai_config(self, generation))
-        # Transformers.js and Optimum read the model's config.json beside onnx/
-        names = RUNTIME_FILES if self.task.name == "text-generation" else (CONFIG, *RUNTIME_FILES)
-        for name in names:
+        # Transformers.js and Optimum read the model's config.json beside onnx/ (for text
+        # generation, beside the Transformers.js files written from the default variants)
+        for name in (CONFIG, *RUNTIME_FILES):
             if (self.source.path / name).is_file():
                 shutil.copyfile(self.source.path / name, staging / name)
         _write_json(staging / MANIFEST, self.manifest())
@@ -128,16 +128,16 @@ class ModelPackage:
         }
 
 
-def _write_model(model: ir.Model, path: Path, progress: bool) -> None:
+def write_graph(model: ir.Model, path: Path, progress: bool = False) -> None:
     """`path` and its external data `path`.data; the bar starts at the first tensor, the
     first moment its total is known. Graphs under `onnx/` (the Transformers.js / Optimum
     layout) are one file when protobuf allows: Transformers.js reads external data only when
-    a config asks for it."""
+    a config asks for it. `model` may be one loaded with its weights outside it."""
     # Transformers.js and Optimum fetch a graph's external data as `<file>_data`
     external = f"{path.name}.data"
     if path.parent.name == "onnx":
         if _weight_bytes(model) < INLINE_LIMIT:
-            ir.save(model, path)
+            ir.save(ir.external_data.load_to_model(model), path)
             return
         external = f"{path.name}_data"
     bar = None

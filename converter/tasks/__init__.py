@@ -1,14 +1,26 @@
 """Tasks: the I/O contracts. A task turns a model into named components (role, graph, I/O
 names); only tasks name graph inputs and outputs."""
 
+from converter.tasks.audio_encoding import AUDIO_TASKS, AudioEncodingTask
 from converter.tasks.base import OPSET, Component
 from converter.tasks.encoding import TEXT_TASKS, TextEncodingTask
 from converter.tasks.image_encoding import IMAGE_TASKS, ImageEncodingTask
+from converter.tasks.modality import PerModality
 from converter.tasks.text_generation import DecoderInputs, TextGenerationTask
+from converter.tasks.zero_shot import ZERO_SHOT, ZeroShotImageTask
+
+# the task class of each input modality, for task names several modalities share
+TASK_CLASSES = {"text": TextEncodingTask, "audio": AudioEncodingTask}
 
 TASKS = {
     "text-generation": TextGenerationTask(),
     **{name: TextEncodingTask(name) for name in TEXT_TASKS},
+    **{name: AudioEncodingTask(name) for name in AUDIO_TASKS},
+    "feature-extraction": PerModality(
+        "feature-extraction",
+        {modality: TASK_CLASSES[modality]("feature-extraction") for modality in TASK_CLASSES},
+    ),
+    ZERO_SHOT: ZeroShotImageTask(),
     **{name: ImageEncodingTask(name) for name in IMAGE_TASKS},
 }
 

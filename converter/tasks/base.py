@@ -51,3 +51,12 @@ def set_output(builder, value: ir.Value, name: str, dims: list, dtype: ir.DataTy
     builder.add_output(value, name)
     value.shape = ir.Shape(dims)
     value.type = ir.TensorType(dtype)
+
+
+def set_float32_output(builder, value: ir.Value, name: str, dims: list, dtype: ir.DataType):
+    """An encoder's output, float32 whatever the graph's `dtype` (cast at the edge, as the fp16
+    exports Transformers.js ships are: under Node its pipelines read a float16 output's raw
+    16-bit words)."""
+    if dtype != ir.DataType.FLOAT:
+        value = builder.op.Cast(value, to=ir.DataType.FLOAT)
+    set_output(builder, value, name, dims, ir.DataType.FLOAT)

@@ -1,8 +1,9 @@
 """Which task a build makes: the one asked for, else the head config.json's `architectures`
-names (`BertForMaskedLM` -> fill-mask, `BertModel` -> feature-extraction), else the family's
-default. A bare `...Model` is the headless task of the family's modality: its model class says
-which (`headless_task`, e.g. image-feature-extraction for `ViTModel`; feature-extraction unless
-it says). A head mobius does not convert is refused by name."""
+names (`BertForMaskedLM` -> fill-mask, `BertModel` -> feature-extraction; a model class may
+read some endings its own way in `head_tasks`: `CLIPModel` is zero-shot image classification),
+else the family's default. A bare `...Model` is the headless task of the family's modality:
+its model class says which (`headless_task`, e.g. image-feature-extraction for `ViTModel`;
+feature-extraction unless it says). A head mobius does not convert is refused by name."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ HEAD_TASKS = {
     "ForSequenceClassification": "text-classification",
     "ForTokenClassification": "token-classification",
     "ForQuestionAnswering": "question-answering",
+    "ForQuestionAnsweringSimple": "question-answering",  # XLM, FlauBERT
+    "WithLMHeadModel": "fill-mask",  # XLM's and FlauBERT's masked-LM heads
     "ForImageClassification": "image-classification",
     "ForImageClassificationWithTeacher": "image-classification",
     "ForCTC": "automatic-speech-recognition",
@@ -23,6 +26,9 @@ HEAD_TASKS = {
     "ForCausalLM": "text-generation",
     "LMHeadModel": "text-generation",
 }
+# tasks whose head class names another modality's task too: the one its family converts
+# (Wav2Vec2ForSequenceClassification pools audio frames: audio classification)
+SAME_HEAD = {"text-classification": ("audio-classification",)}
 
 
 def task_of(raw: dict, family, asked: str | None) -> str:
@@ -39,10 +45,13 @@ def task_of(raw: dict, family, asked: str | None) -> str:
     if not isinstance(architectures, list) or not isinstance(architectures[0], str):
         raise ConfigError("'architectures' must list class names")
     head = architectures[0]
-    endings = sorted((e for e in HEAD_TASKS if head.endswith(e)), key=len, reverse=True)
-    task = HEAD_TASKS[endings[0]] if endings else None
+    head_tasks = {**HEAD_TASKS, **getattr(family.model_class, "head_tasks", {})}
+    endings = sorted((e for e in head_tasks if head.endswith(e)), key=len, reverse=True)
+    task = head_tasks[endings[0]] if endings else None
     if endings and endings[0] == "Model":
         task = getattr(family.model_class, "headless_task", task)
+    if task not in family.tasks:
+        task = next((t for t in SAME_HEAD.get(task, ()) if t in family.tasks), task)
     if task not in family.tasks:
         raise ConfigError(
             f"architectures[0] = {head!r} is a head mobius does not convert; {family.model_type} "

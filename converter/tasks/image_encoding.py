@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import onnx_ir as ir
 from onnxscript import GraphBuilder
 
-from converter.tasks.base import Component, as_model, new_graph, set_output
+from converter.tasks.base import Component, as_model, new_graph, set_float32_output
 from converter.tasks.encoding import BATCH, ENCODER_FILE
 
 IMAGE_TASKS = ("image-classification", "image-feature-extraction")
@@ -38,8 +38,11 @@ class ImageEncodingTask:
         builder = GraphBuilder(graph)
         height, width = model.image_dims()
         dims = [BATCH, cfg.num_channels, height, width]
-        pixel_values = builder.input("pixel_values", dtype, dims)
+        # float32 pixels in (what image processors give), float32 outputs out, any dtype inside
+        pixel_values = builder.input("pixel_values", ir.DataType.FLOAT, dims)
+        if dtype != ir.DataType.FLOAT:
+            pixel_values = builder.op.Cast(pixel_values, to=dtype)
         outputs = model(builder.op, ImageInputs(pixel_values))
         for name, (value, dims) in outputs.items():
-            set_output(builder, value, name, dims, dtype)
+            set_float32_output(builder, value, name, dims, dtype)
         return [Component("encoder", ENCODER_FILE, as_model(graph), model, {})]

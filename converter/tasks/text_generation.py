@@ -12,6 +12,9 @@ from converter.errors import ConfigError
 from converter.tasks.base import Component, as_model, new_graph, set_output
 
 MODEL_FILE = "model.onnx"
+# Transformers.js sizes the empty first-step cache from the declared input shapes: it fills
+# `batch_size` with the batch and every other named dim with 0, so the batch must be named so.
+BATCH = "batch_size"
 
 
 @dataclass
@@ -54,12 +57,12 @@ class TextGenerationTask:
         graph = new_graph()
         builder = GraphBuilder(graph)
         i64 = ir.DataType.INT64
-        seq = ["batch", "sequence_length"]
+        seq = [BATCH, "sequence_length"]
         if self.inputs_embeds:
             tokens = builder.input("inputs_embeds", dtype, [*seq, cfg.hidden_size])
         else:
             tokens = builder.input("input_ids", i64, seq)
-        attention_mask = builder.input("attention_mask", i64, ["batch", "total_sequence_length"])
+        attention_mask = builder.input("attention_mask", i64, [BATCH, "total_sequence_length"])
         position_ids = builder.input("position_ids", i64, [3, *seq] if self.mrope else seq)
         caches = model.caches()
         past = [
@@ -99,4 +102,4 @@ class TextGenerationTask:
 
 
 def _dims(shape: tuple, sequence: str = "total_sequence_length") -> list:
-    return ["batch", *(sequence if d == "sequence" else d for d in shape)]
+    return [BATCH, *(sequence if d == "sequence" else d for d in shape)]

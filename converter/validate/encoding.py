@@ -55,7 +55,9 @@ def probe(package: Path, provider: str, reference, report: ValidationReport, ste
 
 def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.ndarray]:
     """A fixed batch for the graph's inputs: token ids from the vocabulary (the second row
-    padded), token types 0 then 1, pixels or samples of the graph's (or the config's) size."""
+    padded), token types 0 then 1, boxes (x0 <= x1, y0 <= y1) on the 2-D position grid, pixels
+    or samples of the graph's (or the config's) size, or NaFlex patches with their mask and
+    grid shapes."""
     rng = np.random.default_rng(0)
     text = config.get("text_config") or config
     vocab, pad = text.get("vocab_size", 100), text.get("pad_token_id") or 0
@@ -76,6 +78,15 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
             mask = np.ones((BATCH, length), dtype)
             mask[1, kept:] = 0
             feeds[item.name] = mask
+        elif item.name == "bbox":  # LayoutLM: a box per token on the config's 2-D grid
+            grid = config.get("max_2d_position_embeddings", 1024)
+            corners = rng.integers(0, grid, size=(BATCH, TOKENS, 2, 2))
+            boxes = np.concatenate([corners.min(axis=2), corners.max(axis=2)], axis=-1)
+            feeds[item.name] = boxes.astype(dtype)
+        elif item.name == "pixel_values" and "spatial_shapes" in _names(session):
+            feeds.update(_naflex_images(rng, config))
+        elif item.name in ("pixel_attention_mask", "spatial_shapes"):
+            continue  # made with the NaFlex pixel values
         elif item.name == "pixel_values":
             feeds[item.name] = rng.standard_normal(_image_shape(item, config)).astype(dtype)
         elif item.name == "input_values":
@@ -98,6 +109,23 @@ def _image_shape(item, config: dict) -> tuple[int, ...]:
     fixed = [d if isinstance(d, int) else None for d in item.shape]
     channels = fixed[1] or vision.get("num_channels", 3)
     return (BATCH, channels, fixed[2] or height, fixed[3] or width)
+
+
+def _naflex_images(rng: np.random.Generator, config: dict) -> dict[str, np.ndarray]:
+    """Two images cut in patches (SigLIP 2's NaFlex): the position grid's full square, and half
+    its rows, padded to the same patch count."""
+    vision = config.get("vision_config") or config
+    patches, patch = vision.get("num_patches", 256), vision.get("patch_size", 16)
+    side = max(1, int(patches**0.5))
+    shapes = np.array([[side, side], [max(1, side // 2), side]], np.int64)
+    mask = np.arange(patches)[None, :] < shapes.prod(1)[:, None]
+    width = vision.get("num_channels", 3) * patch * patch
+    pixels = rng.standard_normal((BATCH, patches, width)).astype(np.float32) * mask[..., None]
+    return {
+        "pixel_values": pixels,
+        "pixel_attention_mask": mask.astype(np.int32),
+        "spatial_shapes": shapes,
+    }
 
 
 def _compare(expected: np.ndarray, actual: np.ndarray, mask: np.ndarray | None) -> Metrics:

@@ -81,6 +81,12 @@ ENCODER_CLASSES = {
     "image-feature-extraction": "AutoModel",
     "automatic-speech-recognition": "AutoModelForCTC",
     "audio-classification": "AutoModelForAudioClassification",
+    "zero-shot-image-classification": "AutoModelForZeroShotImageClassification",
+}
+# the pooled output of a two-tower model's text and vision graphs, by the names they may give it
+FEATURE_NAMES = {
+    "text": ("text_embeds", "pooler_output"),
+    "vision": ("image_embeds", "pooler_output"),
 }
 
 
@@ -104,5 +110,19 @@ class TransformersEncoder:
     def outputs(self, role: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         torch = self.torch
         with torch.no_grad():
-            out = self.model(**{k: torch.from_numpy(v) for k, v in feeds.items()})
+            out = model_outputs(
+                self.model, role, {k: torch.from_numpy(v) for k, v in feeds.items()}
+            )
         return {k: v.float().numpy() for k, v in out.items() if isinstance(v, torch.Tensor)}
+
+
+def model_outputs(model, role: str, tensors: dict) -> dict:
+    """The outputs of `model` for a graph of `role`: its own, or for the text and vision graphs
+    of a two-tower model its text or image features (last_hidden_state, and the pooled
+    features under each name those graphs give them)."""
+    if role not in FEATURE_NAMES:
+        return dict(model(**tensors))
+    features = model.get_text_features if role == "text" else model.get_image_features
+    out = features(**tensors)
+    pooled = {name: out.pooler_output for name in FEATURE_NAMES[role]}
+    return {"last_hidden_state": out.last_hidden_state, **pooled}

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import torch
 import transformers
 
+from converter.validate.reference import model_outputs
 from tests.parity.encoder_cases import EncoderCase
 
 RNG = np.random.default_rng(0)
@@ -17,8 +19,8 @@ TEXT_MASK = np.array([[1] * LENGTH, [1] * 5 + [0] * (LENGTH - 5)])
 
 
 def make_encoder(case_id: str, case: EncoderCase, head: str, folder: Path):
-    """A random `head` model for `case`, saved to `folder` (weights noised so biases and norms
-    are not trivial)."""
+    """A random `head` model for `case`, saved to `folder` (weights and batch-norm statistics
+    noised so biases and norms are not trivial)."""
     config = transformers.AutoConfig.for_model(**case.config)
     for key, value in case.overrides.items():
         setattr(config, key, value)
@@ -28,20 +30,23 @@ def make_encoder(case_id: str, case: EncoderCase, head: str, folder: Path):
     with torch.no_grad():
         for param in model.parameters():
             param.add_(torch.randn_like(param) * 0.05)
-        for module in model.modules():  # BatchNorm: scales near 1, statistics off 0 and 1
-            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
-                module.weight.normal_(1.0, 0.2)
-                module.running_mean.normal_(0.0, 0.1)
-                module.running_var.uniform_(0.5, 1.5)
+        for name, buffer in model.named_buffers():  # BatchNorm's running statistics
+            if name.endswith("running_mean"):
+                buffer.add_(torch.randn_like(buffer) * 0.1)
+            elif name.endswith("running_var"):
+                buffer.uniform_(0.5, 1.5)
     model.eval()
     model.save_pretrained(folder)
     return model
 
 
 def text_inputs(config: dict) -> dict[str, np.ndarray]:
-    """A batch of two, the second row padded with the pad token; token types 0 then 1."""
+    """A batch of two, the second row padded with the pad token; token types 0 then 1. Where
+    the config names a mask token, each row holds one (ESM's token dropout counts them)."""
     vocab, pad = config["vocab_size"], config.get("pad_token_id", 0)
     ids = RNG.integers(3, vocab, size=(BATCH, LENGTH))
+    if config.get("mask_token_id") is not None:
+        ids[:, 2] = config["mask_token_id"]
     ids = np.where(TEXT_MASK == 1, ids, pad)
     types = np.zeros_like(ids)
     types[:, 4:] = 1
@@ -57,9 +62,91 @@ def image_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"pixel_values": pixels.astype(np.float32)}
 
 
-INPUTS = {"text": text_inputs, "image": image_inputs}
+def layout_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Text inputs and a box per token, (x0, y0, x1, y1) with x0 <= x1 and y0 <= y1 on the
+    config's grid."""
+    grid = config.get("max_2d_position_embeddings", 1024)
+    corners = RNG.integers(0, grid, size=(BATCH, LENGTH, 2, 2))
+    low, high = corners.min(axis=2), corners.max(axis=2)
+    return {**text_inputs(config), "bbox": np.concatenate([low, high], axis=-1)}
 
 
-def reference_outputs(model, feeds: dict[str, np.ndarray]) -> object:
+# waveforms: 400 samples, the second row padded with zeros after 250 (several strides of a
+# case's feature encoder)
+SAMPLES, AUDIO_KEPT = 400, 250
+
+
+def audio_inputs(config: dict) -> dict[str, np.ndarray]:
+    """A batch of two waveforms, the second right-padded with zeros, and their sample mask."""
+    mask = (np.arange(SAMPLES)[None, :] < np.array([[SAMPLES], [AUDIO_KEPT]])).astype(np.int64)
+    values = (RNG.standard_normal((BATCH, SAMPLES)) * mask).astype(np.float32)
+    return {"input_values": values, "attention_mask": mask}
+
+
+def spectrogram_inputs(config: dict) -> dict[str, np.ndarray]:
+    """A batch of two log-mel spectrograms of the config's fixed size."""
+    shape = (BATCH, config["max_length"], config["num_mel_bins"])
+    return {"input_values": RNG.standard_normal(shape).astype(np.float32)}
+
+
+def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
+    """[batch, positions] 1 where outputs with a position axis are compared: the tokens the
+    text mask keeps; the audio frames the model's own conv lengths keep (all frames when the
+    graph takes no mask, as transformers then computes every frame too)."""
+    if inputs in ("text", "layout", "text+image"):  # image outputs' batch (IMAGES) never matches it
+        return TEXT_MASK
+    if "attention_mask" not in feeds:
+        return None
+    samples = torch.from_numpy(feeds["attention_mask"].sum(-1))
+    lengths = reference._get_feat_extract_output_lengths(samples)
+    frames = int(lengths.max())
+    return (np.arange(frames)[None, :] < lengths.numpy()[:, None]).astype(np.int64)
+
+
+IMAGES = 3  # a batch of its own size, so the text and image batch axes cannot be confused
+# NaFlex images: rows and columns of patches (more and fewer than the position grid has), each
+# padded to the processor's patch count
+NAFLEX_SHAPES, NAFLEX_PATCHES = np.array([[4, 5], [2, 3], [5, 3]]), 20
+
+
+def text_image_inputs(config: dict) -> dict[str, np.ndarray]:
+    """The two texts of `text_inputs`, each ending at the EOS token where the text config has
+    one (and holding it nowhere else), and three random images: [batch, channels, size, size],
+    or NaFlex patches with their mask and grid shapes where the vision config has
+    `num_patches`."""
+    text, vision = config["text_config"], config["vision_config"]
+    feeds = text_inputs(text)
+    eos = text.get("eos_token_id")
+    if eos is not None:
+        ids = np.where(feeds["input_ids"] == eos, 3, feeds["input_ids"])
+        ids[np.arange(BATCH), TEXT_MASK.sum(1) - 1] = eos
+        feeds["input_ids"] = ids
+    channels, patch = vision.get("num_channels", 3), vision["patch_size"]
+    if "num_patches" not in vision:
+        size = vision["image_size"]
+        feeds["pixel_values"] = RNG.standard_normal((IMAGES, channels, size, size), np.float32)
+        return feeds
+    mask = np.arange(NAFLEX_PATCHES)[None, :] < NAFLEX_SHAPES.prod(1)[:, None]
+    pixels = RNG.standard_normal((IMAGES, NAFLEX_PATCHES, channels * patch * patch), np.float32)
+    feeds["pixel_values"] = pixels * mask[..., None]  # padding patches are zeros
+    feeds["pixel_attention_mask"] = mask.astype(np.int32)
+    feeds["spatial_shapes"] = NAFLEX_SHAPES
+    return feeds
+
+
+INPUTS = {
+    "text": text_inputs,
+    "image": image_inputs,
+    "layout": layout_inputs,
+    "audio": audio_inputs,
+    "spectrogram": spectrogram_inputs,
+    "text+image": text_image_inputs,
+}
+
+
+def reference_outputs(model, feeds: dict[str, np.ndarray], role: str = "encoder") -> object:
+    """What transformers gives for the inputs of a component of `role` (converter/validate's
+    reading: a two-tower model's text and vision graphs give its text or image features)."""
+    tensors = {name: torch.from_numpy(value) for name, value in feeds.items()}
     with torch.no_grad():
-        return model(**{name: torch.from_numpy(value) for name, value in feeds.items()})
+        return SimpleNamespace(**model_outputs(model, role, tensors))

@@ -1,0 +1,224 @@
+"""wav2vec2-Conformer: wav2vec2's feature encoder and projection (models/speech_features.py)
+under Conformer blocks: half-step feed-forward, self-attention with relative (Transformer-XL)
+or rotary positions, a depthwise convolution module, a second half-step feed-forward, a norm.
+transformers builds the positional convolution of wav2vec2 too but never runs it: its weights
+are left unread here as well."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx_ir as ir
+from onnxscript import nn
+
+from converter.components import LayerNorm, Linear, activation
+from converter.components.batch_norm import BATCH_NORM_UNUSED, BatchNorm1d
+from converter.components.conv import Conv1d
+from converter.components.encoder_attention import encoder_attention
+from converter.config.audio import MAX_KERNEL, AudioRules
+from converter.errors import ConfigError
+from converter.execution_providers import ENCODER_MHA, SKIP_NORM
+from converter.models.speech_encoder import FeedForward, SpeechBody, SpeechEncoderModel
+from converter.models.speech_features import TORCH_NORM_EPS, zero_padding
+from converter.models.wav2vec2 import PRETRAINING_ONLY
+from converter.registry import Family
+
+POSITIONS = ("relative", "rotary", None)
+
+
+class ConformerRules(AudioRules):
+    def read_extra(self, r):
+        positions = r.get("position_embeddings_type")
+        if positions not in POSITIONS:
+            r.refuse("position_embeddings_type", f"one of {POSITIONS} is built")
+        kernel = r.int("conv_depthwise_kernel_size", hi=MAX_KERNEL)
+        if kernel % 2 == 0:
+            raise ConfigError(f"'conv_depthwise_kernel_size' = {kernel} must be odd")
+        return {
+            "positions": positions,
+            "rotary_base": r.float("rotary_embedding_base", default=10000.0),
+            "depthwise_kernel": kernel,
+        }
+
+
+def relative_embeddings(op, frames, size: int):
+    """transformers' sinusoidal embeddings [2 frames - 1, size] of the distances frames - 1
+    down to 1 - frames: sin at even channels, cos at odd ones."""
+    distances = op.Sub(op.Sub(frames, 1), op.Range(0, op.Sub(op.Mul(frames, 2), 1), 1))
+    steps = np.exp(np.arange(0, size, 2, dtype=np.float32) * np.float32(-math.log(10000.0) / size))
+    angles = op.Mul(op.Unsqueeze(op.Cast(distances, to=ir.DataType.FLOAT), [1]), steps.tolist())
+    pairs = op.Concat(op.Unsqueeze(op.Sin(angles), [2]), op.Unsqueeze(op.Cos(angles), [2]), axis=2)
+    return op.Reshape(pairs, [-1, size])
+
+
+def rotary_tables(op, frames, head_dim: int, base: float):
+    """cos and sin [1, frames, 1, head_dim] of each frame's angles (halves repeated)."""
+    exponents = np.arange(0, head_dim, 2, dtype=np.float32) / np.float32(head_dim)
+    inverse = (np.float32(1.0) / np.float32(base) ** exponents).astype(np.float32)
+    frame = op.Unsqueeze(op.Cast(op.Range(0, frames, 1), to=ir.DataType.FLOAT), [1])
+    angles = op.Mul(frame, inverse.tolist())
+    angles = op.Unsqueeze(op.Concat(angles, angles, axis=1), [0, 2])
+    return op.Cos(angles), op.Sin(angles)
+
+
+class ConformerSelfAttention(nn.Module):
+    def __init__(self, cfg, dtype: ir.DataType):
+        super().__init__()
+        size, heads = cfg.hidden_size, cfg.num_attention_heads
+        self.linear_q = Linear(size, size, True, dtype)
+        self.linear_k = Linear(size, size, True, dtype)
+        self.linear_v = Linear(size, size, True, dtype)
+        self.linear_out = Linear(size, size, True, dtype)
+        self.positions = cfg.extra["positions"]
+        if self.positions == "relative":
+            self.linear_pos = Linear(size, size, False, dtype)
+            self.pos_bias_u = nn.Parameter([heads, cfg.head_dim], dtype)
+            self.pos_bias_v = nn.Parameter([heads, cfg.head_dim], dtype)
+        self.heads, self.head_dim, self.dtype = heads, cfg.head_dim, dtype
+
+    def forward(self, op, x, kernel, positions):
+        """`positions`: (cos, sin) when rotary, the relative embeddings when relative."""
+        query_key = x if self.positions != "rotary" else self.rotate(op, x, *positions)
+        q, k = self.linear_q(op, query_key), self.linear_k(op, query_key)
+        v, bias = self.linear_v(op, x), None
+        if self.positions == "relative":
+            bias = self.relative_scores(op, q, positions)
+            q = op.Add(q, op.Reshape(self.pos_bias_u, [-1]))
+        return self.linear_out(op, kernel(op, q, k, v, self.heads, self.head_dim**-0.5, bias))
+
+    def rotate(self, op, x, cos, sin):
+        heads = op.Reshape(x, [0, 0, self.heads, self.head_dim])
+        first, second = op.Split(heads, axis=-1, num_outputs=2, _outputs=2)
+        rotated = op.Concat(op.Neg(second), first, axis=-1)
+        return op.Reshape(op.Add(op.Mul(heads, cos), op.Mul(rotated, sin)), [0, 0, -1])
+
+    def relative_scores(self, op, q, embeddings):
+        """Transformer-XL's position scores [batch, heads, frames, frames]: (q + v bias) times
+        the projected embedding of each distance, shifted so (i, j) reads distance i - j."""
+        frames = op.Shape(q, start=1, end=2)
+        per_head = op.Reshape(self.linear_pos(op, embeddings), [0, self.heads, self.head_dim])
+        keys = op.Unsqueeze(op.Transpose(per_head, perm=[1, 2, 0]), [0])
+        queries = op.Transpose(op.Reshape(q, [0, 0, self.heads, self.head_dim]), perm=[0, 2, 1, 3])
+        scores = op.MatMul(op.Add(queries, op.Unsqueeze(self.pos_bias_v, [1])), keys)
+        padded = op.Pad(scores, [0, 0, 0, 1, 0, 0, 0, 0])
+        rows = op.Reshape(padded, op.Concat([0, 0, -1], frames, axis=0))
+        shifted = op.Reshape(
+            op.Slice(rows, [1], [2**62], [2]), op.Concat([0, 0], frames, [-1], axis=0)
+        )
+        kept = op.Slice(shifted, [0], frames, [3])
+        return op.Mul(kept, self.head_dim**-0.5)
+
+
+class ConvolutionModule(nn.Module):
+    """LayerNorm, pointwise conv to twice the width, GLU, depthwise conv, BatchNorm, the
+    activation, pointwise conv back; over x [batch, frames, hidden]."""
+
+    def __init__(self, cfg, dtype: ir.DataType):
+        super().__init__()
+        size, kernel = cfg.hidden_size, cfg.extra["depthwise_kernel"]
+        self.layer_norm = LayerNorm(size, TORCH_NORM_EPS, dtype)
+        self.pointwise_conv1 = Conv1d(size, 2 * size, 1, dtype, bias=False)
+        self.depthwise_conv = Conv1d(
+            size, size, kernel, dtype, padding=(kernel - 1) // 2, groups=size, bias=False
+        )
+        self.batch_norm = BatchNorm1d(size, dtype)
+        self.pointwise_conv2 = Conv1d(size, size, 1, dtype, bias=False)
+        self.act = cfg.activation
+
+    def forward(self, op, x):
+        x = op.Transpose(self.layer_norm(op, x), perm=[0, 2, 1])
+        values, gates = op.Split(self.pointwise_conv1(op, x), axis=1, num_outputs=2, _outputs=2)
+        x = self.depthwise_conv(op, op.Mul(values, op.Sigmoid(gates)))
+        x = activation(op, self.act, self.batch_norm(op, x))
+        return op.Transpose(self.pointwise_conv2(op, x), perm=[0, 2, 1])
+
+
+class ConformerLayer(nn.Module):
+    def __init__(self, cfg, dtype: ir.DataType):
+        super().__init__()
+        size = cfg.hidden_size
+        self.ffn1_layer_norm = LayerNorm(size, TORCH_NORM_EPS, dtype)
+        self.ffn1 = FeedForward(cfg, dtype)
+        self.self_attn_layer_norm = LayerNorm(size, TORCH_NORM_EPS, dtype)
+        self.self_attn = ConformerSelfAttention(cfg, dtype)
+        self.conv_module = ConvolutionModule(cfg, dtype)
+        self.ffn2_layer_norm = LayerNorm(size, TORCH_NORM_EPS, dtype)
+        self.ffn2 = FeedForward(cfg, dtype)
+        self.final_layer_norm = LayerNorm(size, TORCH_NORM_EPS, dtype)
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        # every norm but the first reads a residual sum
+        return {
+            "skip_norms": 4 if plan.has(SKIP_NORM) else 0,
+            ENCODER_MHA: 1 if plan.has(ENCODER_MHA) else 0,
+        }
+
+    def forward(self, op, x, kernel, positions):
+        x = op.Add(op.Mul(self.ffn1(op, self.ffn1_layer_norm(op, x)), 0.5), x)
+        x = op.Add(self.self_attn(op, self.self_attn_layer_norm(op, x), kernel, positions), x)
+        x = op.Add(x, self.conv_module(op, x))
+        x = op.Add(op.Mul(self.ffn2(op, self.ffn2_layer_norm(op, x)), 0.5), x)
+        return self.final_layer_norm(op, x)
+
+
+class ConformerEncoder(nn.Module):
+    """The frames (those the mask drops zeroed), the Conformer layers, a final LayerNorm."""
+
+    def __init__(self, cfg, dtype: ir.DataType, ep, weight_norm):
+        super().__init__()
+        layers = [ConformerLayer(cfg, dtype) for _ in range(cfg.num_hidden_layers)]
+        self.layers = nn.ModuleList(layers)
+        self.layer_norm = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
+        self.cfg, self.ep, self.dtype = cfg, ep, dtype
+
+    def positions(self, op, x):
+        cfg = self.cfg
+        frames = op.Squeeze(op.Shape(x, start=1, end=2), [0])
+        # computed in float32, as transformers does, then in the graph's dtype
+        if cfg.extra["positions"] == "relative":
+            return op.Cast(relative_embeddings(op, frames, cfg.hidden_size), to=self.dtype)
+        if cfg.extra["positions"] == "rotary":
+            tables = rotary_tables(op, frames, cfg.head_dim, cfg.extra["rotary_base"])
+            return tuple(op.Cast(table, to=self.dtype) for table in tables)
+        return None
+
+    def forward(self, op, x, mask):
+        x = zero_padding(op, x, mask, self.dtype)
+        kernel = encoder_attention(op, self.ep, mask, self.dtype)
+        positions = self.positions(op, x)
+        states = [x]
+        for layer in self.layers:
+            x = layer(op, x, kernel, positions)
+            states.append(x)
+        return self.layer_norm(op, x), states
+
+
+class ConformerBody(SpeechBody):
+    encoder_cls = ConformerEncoder
+
+
+class Wav2Vec2ConformerModel(SpeechEncoderModel):
+    body_cls = ConformerBody
+    body_name = "wav2vec2_conformer"
+
+
+FAMILIES = [
+    Family(
+        "wav2vec2-conformer",
+        Wav2Vec2ConformerModel,
+        "wav2vec2's feature encoder under Conformer blocks (relative or rotary positions, "
+        "depthwise convolution module)",
+        ("facebook/wav2vec2-conformer-rope-large-960h-ft",),
+        rules=ConformerRules(),
+        task="feature-extraction",
+        category="audio",
+        unused=(
+            *PRETRAINING_ONLY,
+            BATCH_NORM_UNUSED,
+            r"(wav2vec2_conformer\.)?encoder\.pos_conv_embed\..*",
+            r"(wav2vec2_conformer\.)?encoder\.embed_positions\.inv_freq",
+        ),
+        prefix="wav2vec2_conformer.",
+    ),
+]

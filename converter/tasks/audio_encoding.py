@@ -1,0 +1,57 @@
+"""Speech-encoder tasks: one graph over the raw waveform, saved as `onnx/model.onnx` (Optimum's
+and Transformers.js's names for the inputs and outputs).
+
+Inputs:
+  input_values    [batch_size, sequence_length] float32 in every dtype (what feature
+                  extractors produce; the graph casts it), right-padded with zeros; for
+                  spectrogram models (AST) the log-mel spectrogram [batch_size, frames, mel
+                  bins] of the fixed size the processor makes
+  attention_mask  [batch_size, sequence_length] int64, 1 on real samples: only for families
+                  whose processor returns one (layer-norm feature encoders, see
+                  AudioEncoderConfig.uses_attention_mask). Group-norm models (wav2vec2-base)
+                  take none, as transformers' pipelines and Optimum's exports feed them: their
+                  padded rows match transformers run without a mask.
+Outputs, over the frames the feature encoder makes of the samples:
+  automatic-speech-recognition  logits [batch_size, frames, vocab] (CTC)
+  audio-classification          logits [batch_size, num_labels]
+  feature-extraction            last_hidden_state [batch_size, frames, hidden]
+Frames past a row's length (from its mask) are padding: their values are not meaningful.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx_ir as ir
+from onnxscript import GraphBuilder
+
+from converter.tasks.base import Component, as_model, new_graph, set_float32_output
+from converter.tasks.encoding import BATCH, ENCODER_FILE, SEQUENCE
+
+FRAMES = "frames"
+AUDIO_TASKS = ("audio-classification", "automatic-speech-recognition", "feature-extraction")
+
+
+@dataclass
+class AudioInputs:
+    input_values: ir.Value  # float32 [batch, samples]
+    attention_mask: ir.Value | None  # int64 [batch, samples]; None: every sample is real
+
+
+@dataclass(frozen=True)
+class AudioEncodingTask:
+    name: str
+
+    def components(self, model, cfg, dtype: ir.DataType) -> list[Component]:
+        graph = new_graph()
+        builder = GraphBuilder(graph)
+        spectrogram = getattr(cfg, "spectrogram_shape", None)
+        samples = [BATCH, SEQUENCE] if spectrogram is None else [BATCH, *spectrogram]
+        input_values = builder.input("input_values", ir.DataType.FLOAT, samples)
+        mask = None
+        if cfg.uses_attention_mask:
+            mask = builder.input("attention_mask", ir.DataType.INT64, [BATCH, SEQUENCE])
+        outputs = model(builder.op, AudioInputs(input_values, mask))
+        for name, (value, dims) in outputs.items():
+            set_float32_output(builder, value, name, dims, dtype)
+        return [Component("encoder", ENCODER_FILE, as_model(graph), model, {})]
