@@ -59,11 +59,9 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "dinat": (
         "vision",
-        "a vision model (DinatForImageClassification): its blocks are not built yet",
-    ),
-    "donut-swin": (
-        "vision",
-        "a vision model (DonutSwinForImageClassification): its blocks are not built yet",
+        "DiNAT's dilated neighborhood attention (each token attends to its k x k "
+        "neighbours at a dilation, with a relative bias) is not built; transformers "
+        "itself needs the natten kernels to run it",
     ),
     "esmc": (
         "encoder",
@@ -93,11 +91,16 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "hiera": (
         "vision",
-        "a vision model (HieraForImageClassification): its blocks are not built yet",
+        "Hiera's mask-unit attention is not built: tokens unrolled into mask-unit order "
+        "across stages, attention within (then across) units with query max-pooling at "
+        "stage transitions, and the reroll back to a spatial map",
     ),
     "imagegpt": (
         "vision",
-        "a vision model (ImageGPTForImageClassification): its blocks are not built yet",
+        "ImageGPT reads input_ids (its processor turns pixels into k-means colour-cluster "
+        "tokens), not pixel_values: a GPT-2 decoder with its mean-square norm (no mean, "
+        "no bias) whose classifier averages the hidden states; the image tasks here take "
+        "pixel_values",
     ),
     "lasr_ctc": (
         "audio",
@@ -167,10 +170,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (ReformerForMaskedLM): its blocks are not built yet",
     ),
-    "regnet": (
-        "vision",
-        "a vision model (RegNetForImageClassification): its blocks are not built yet",
-    ),
     "roc_bert": (
         "encoder",
         "a text encoder (RoCBertForMaskedLM): its blocks are not built yet",
@@ -183,8 +182,10 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "built yet",
     ),
     "shieldgemma2": (
-        "vision",
-        "a vision model (ShieldGemma2ForImageClassification): its blocks are not built yet",
+        "vlm",
+        "ShieldGemma2ForImageClassification runs the whole Gemma 3 vision-language model "
+        "(SigLIP tower, projector, decoder over a policy prompt) and reads the yes/no "
+        "token logits; that VLM is not converted",
     ),
     "tapas": (
         "encoder",
@@ -197,7 +198,8 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "timm_wrapper": (
         "vision",
-        "a vision model (TimmWrapperForImageClassification): its blocks are not built yet",
+        "TimmWrapper runs whichever timm architecture its config names (`architecture`), "
+        "with timm's modules and tensor names; each would need its own conversion",
     ),
     "tipsv2": (
         "multimodal",

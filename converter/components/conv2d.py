@@ -12,7 +12,9 @@ from converter.components.norms import LayerNorm
 
 class Conv2d(nn.Module):
     """torch.nn.Conv2d: `weight` [out, in / groups, kh, kw], `padding` on both sides of each
-    axis (one int, or (height, width)), `dilation` between kernel taps."""
+    axis (one int, or (height, width)), or (`same`) TensorFlow's "SAME" padding for whatever
+    size comes: the output ceil(size / stride), the odd pixel of padding at the bottom and right
+    (onnx's SAME_UPPER)."""
 
     def __init__(
         self,
@@ -25,6 +27,7 @@ class Conv2d(nn.Module):
         groups: int = 1,
         bias: bool = True,
         dilation: int = 1,
+        same: bool = False,
     ):
         super().__init__()
         kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
@@ -33,17 +36,18 @@ class Conv2d(nn.Module):
         self.strides = [stride, stride] if isinstance(stride, int) else list(stride)
         ph, pw = (padding, padding) if isinstance(padding, int) else padding
         self.kernel, self.pads, self.groups = [kh, kw], [ph, pw, ph, pw], groups
-        self.dilations = [dilation, dilation]
+        self.dilations, self.same = [dilation, dilation], same
 
     def forward(self, op, x):
         inputs = (x, self.weight) if self.bias is None else (x, self.weight, self.bias)
+        padding = {"auto_pad": "SAME_UPPER"} if self.same else {"pads": self.pads}
         return op.Conv(
             *inputs,
             kernel_shape=self.kernel,
             strides=self.strides,
-            pads=self.pads,
-            group=self.groups,
             dilations=self.dilations,
+            group=self.groups,
+            **padding,
         )
 
 
@@ -83,3 +87,24 @@ class Placeholder(nn.Module):
 
     def forward(self, op, x):
         return self.fn(op, x)
+
+
+class SingleGroupNorm(nn.Module):
+    """torch.nn.GroupNorm with one group: each image normalized over all its channels and
+    positions, then scaled and shifted per channel."""
+
+    def __init__(self, channels: int, dtype: ir.DataType, eps: float = 1e-5):
+        super().__init__()
+        self.weight = nn.Parameter([channels], dtype)
+        self.bias = nn.Parameter([channels], dtype)
+        self.eps = eps
+
+    def forward(self, op, x):
+        centered = op.Sub(x, op.ReduceMean(x, [1, 2, 3], keepdims=1))
+        variance = op.ReduceMean(op.Mul(centered, centered), [1, 2, 3], keepdims=1)
+        normed = op.Div(centered, op.Sqrt(op.Add(variance, self.eps)))
+        per_channel = [-1, 1, 1]
+        return op.Add(
+            op.Mul(normed, op.Reshape(self.weight, per_channel)),
+            op.Reshape(self.bias, per_channel),
+        )

@@ -9,13 +9,11 @@ from onnxscript import nn
 
 from converter.components.activations import activation
 from converter.components.conv2d import BatchNorm2d, Conv2d
-from converter.components.pooling import same_pad
 
 
 class ConvNorm(nn.Module):
     """`convolution`, then `normalization` (a BatchNorm2d; none when `eps` is None) and the
-    activation `act` (none when None). `tf_same`: TensorFlow's "same" padding, computed from the
-    map's size, instead of `padding`. Subclasses rename the parts (`conv_name`, `norm_name`)."""
+    activation `act` (none when None). Subclasses rename the parts (`conv_name`, `norm_name`)."""
 
     conv_name, norm_name = "convolution", "normalization"
 
@@ -33,7 +31,6 @@ class ConvNorm(nn.Module):
         dilation: int = 1,
         eps: float | None = 1e-5,
         act: str | None = None,
-        tf_same: bool = False,
     ):
         super().__init__()
         conv = Conv2d(
@@ -42,7 +39,7 @@ class ConvNorm(nn.Module):
             kernel,
             dtype,
             stride=stride,
-            padding=0 if tf_same else padding,
+            padding=padding,
             groups=groups,
             bias=bias,
             dilation=dilation,
@@ -50,13 +47,10 @@ class ConvNorm(nn.Module):
         setattr(self, self.conv_name, conv)
         norm = None if eps is None else BatchNorm2d(out_channels, dtype, eps)
         setattr(self, self.norm_name, norm)
-        self.act, self.tf_same = act, tf_same
+        self.act = act
 
     def forward(self, op, x):
-        conv = getattr(self, self.conv_name)
-        if self.tf_same:
-            x = same_pad(op, x, conv.kernel, conv.strides, conv.dilations[0])
-        x = conv(op, x)
+        x = getattr(self, self.conv_name)(op, x)
         norm = getattr(self, self.norm_name)
         if norm is not None:
             x = norm(op, x)

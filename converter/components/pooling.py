@@ -1,6 +1,6 @@
-"""Padding and pooling of NCHW maps as transformers computes them: TensorFlow's "same" padding
-(from the map's size at run time), fixed zero pads on chosen sides, global and adaptive
-average pooling."""
+"""Padding and pooling of NCHW maps as transformers computes them: TensorFlow's "same" zeros
+(from the map's size at run time), fixed zero pads on chosen sides, zeros up to whole patches,
+global and adaptive average pooling."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ def pad(op, x, top: int, left: int, bottom: int, right: int, value: float = 0.0)
 
 
 def same_pad(op, x, kernel: tuple[int, int], stride: tuple[int, int], dilation: int = 1):
-    """TensorFlow's "same" padding: the fewest zeros that make the output ceil(size / stride)
-    long, the odd one after (what transformers' MobileNet `apply_tf_padding` and BiT's
-    `DynamicPad2d` add before the convolution or pool)."""
+    """TensorFlow's "same" padding as zeros: the fewest that make the output ceil(size /
+    stride) long, the odd one after. For a pool whose padding must be zeros (BiT's
+    `DynamicPad2d` before its max pool); a Conv2d pads so itself (`same`)."""
     size = op.Shape(x, start=2, end=4)
     strides = op.Constant(value_ints=list(stride))
     reach = op.Constant(value_ints=[(k - 1) * dilation + 1 for k in kernel])

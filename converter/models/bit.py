@@ -67,14 +67,14 @@ class StandardizedConv(Conv2d):
     padded as BiT's `global_padding` says (TensorFlow's "same" at run time where it must be)."""
 
     def __init__(self, extra, dtype, in_ch, out_ch, kernel, stride=1, dilation=1, groups=1):
-        padding, self.dynamic = 0, False
+        padding, same = 0, False
         mode = (extra["global_padding"] or "").lower()
         if mode == "same" and (stride != 1 or dilation * (kernel - 1) % 2):
-            self.dynamic = True
+            same = True  # transformers' DynamicPad2d: TensorFlow's "SAME"
         elif mode != "valid":
             padding = ((stride - 1) + dilation * (kernel - 1)) // 2
         super().__init__(
-            in_ch, out_ch, kernel, dtype, stride, padding, groups, bias=False, dilation=dilation
+            in_ch, out_ch, kernel, dtype, stride, padding, groups, False, dilation, same
         )
 
     def assemblies(self) -> dict[str, Assembly]:
@@ -87,11 +87,6 @@ class StandardizedConv(Conv2d):
             return ((flat - mean) / np.sqrt(var + WEIGHT_EPS)).reshape(shape)
 
         return {self.weight.name: Assembly(((self.weight.name, shape),), standardize)}
-
-    def forward(self, op, x):
-        if self.dynamic:
-            x = same_pad(op, x, self.kernel, self.strides, self.dilations[0])
-        return super().forward(op, x)
 
 
 class NormAct(GroupNorm):

@@ -50,10 +50,19 @@ class ResNetRules(VisionRules):
 class ResNetConvLayer(nn.Module):
     """`convolution` (no bias, padding kernel // 2), `normalization`, then the activation."""
 
-    def __init__(self, dtype, inputs, outputs, kernel=3, stride=1, act: str | None = "relu"):
+    def __init__(
+        self, dtype, inputs, outputs, kernel=3, stride=1, act: str | None = "relu", groups=1
+    ):
         super().__init__()
         self.convolution = Conv2d(
-            inputs, outputs, kernel, dtype, stride=stride, padding=kernel // 2, bias=False
+            inputs,
+            outputs,
+            kernel,
+            dtype,
+            stride=stride,
+            padding=kernel // 2,
+            groups=groups,
+            bias=False,
         )
         self.normalization = BatchNorm2d(outputs, dtype)
         self.act = act
@@ -103,13 +112,19 @@ class ResNetBlock(nn.Module):
 
 
 class ResNetStage(nn.Module):
+    """`layers`: the first block changes width and (but in a first stage that does not
+    downsample) halves the map."""
+
+    block_cls = ResNetBlock
+
     def __init__(self, cfg, dtype, stage: int):
         super().__init__()
         inputs = cfg.widths[stage - 1] if stage else cfg.extra["embedding_size"]
         first_stride = 2 if stage or cfg.extra["downsample_in_first_stage"] else 1
         width = cfg.widths[stage]
-        blocks = [ResNetBlock(cfg, dtype, inputs, width, first_stride)]
-        blocks += [ResNetBlock(cfg, dtype, width, width, 1) for _ in range(cfg.depths[stage] - 1)]
+        blocks = [self.block_cls(cfg, dtype, inputs, width, first_stride)]
+        rest = range(cfg.depths[stage] - 1)
+        blocks += [self.block_cls(cfg, dtype, width, width, 1) for _ in rest]
         self.layers = nn.ModuleList(blocks)
 
     def forward(self, op, x):
@@ -132,9 +147,12 @@ class ResNetEmbeddings(nn.Module):
 
 
 class ResNetEncoder(nn.Module):
+    stage_cls = ResNetStage
+
     def __init__(self, cfg, dtype):
         super().__init__()
-        self.stages = nn.ModuleList([ResNetStage(cfg, dtype, i) for i in range(len(cfg.depths))])
+        stages = [self.stage_cls(cfg, dtype, i) for i in range(len(cfg.depths))]
+        self.stages = nn.ModuleList(stages)
 
     def forward(self, op, x):
         for stage in self.stages:
@@ -146,10 +164,13 @@ class ResNetBody(nn.Module):
     """ResNetModel: last_hidden_state is the last map; pooler_output its average,
     [batch, channels, 1, 1] as transformers keeps it."""
 
+    embeddings_cls = ResNetEmbeddings
+    encoder_cls = ResNetEncoder
+
     def __init__(self, cfg, dtype, ep, pooled):
         super().__init__()
-        self.embedder = ResNetEmbeddings(cfg, dtype)
-        self.encoder = ResNetEncoder(cfg, dtype)
+        self.embedder = self.embeddings_cls(cfg, dtype)
+        self.encoder = self.encoder_cls(cfg, dtype)
         self.cfg = cfg
 
     def image_dims(self):

@@ -288,18 +288,21 @@ class SwinBody(nn.Module):
     embeddings_cls = SwinEmbeddings
     encoder_cls = SwinEncoder
 
+    final_norm = True  # Donut's Swin has none
+
     def __init__(self, cfg, dtype, ep, pooled):
         super().__init__()
         self.embeddings = self.embeddings_cls(cfg, dtype)
         self.encoder = self.encoder_cls(cfg, dtype)
-        self.layernorm = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
+        norm = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype) if self.final_norm else None
+        self.layernorm = norm
         self.cfg, self.ep, self.dtype = cfg, ep, dtype
 
     def expected_fusions(self, plan) -> dict[str, int]:
         # in each block the attention sum feeds layernorm_after and the MLP sum the next block's
         # layernorm_before, except the last block of a stage before patch merging; the last
         # stage's feeds the final layernorm
-        fused = 2 * self.cfg.num_hidden_layers - (len(self.cfg.depths) - 1)
+        fused = 2 * self.cfg.num_hidden_layers - len(self.cfg.depths) + self.final_norm
         return {"skip_norms": fused if plan.has(SKIP_NORM) else 0}
 
     def image_dims(self):
@@ -308,8 +311,9 @@ class SwinBody(nn.Module):
     def forward(self, op, pixel_values) -> Features:
         kernel = encoder_attention(op, self.ep, None, self.dtype)
         batch = batch_of(op, pixel_values)
-        x = self.encoder(op, self.embeddings(op, pixel_values), kernel, batch)
-        hidden = self.layernorm(op, x)
+        hidden = self.encoder(op, self.embeddings(op, pixel_values), kernel, batch)
+        if self.layernorm is not None:
+            hidden = self.layernorm(op, hidden)
         rows, columns = stage_maps(self.cfg)[-1]
         size = self.cfg.hidden_size
         pooled = op.ReduceMean(hidden, [1], keepdims=0)
@@ -319,6 +323,17 @@ class SwinBody(nn.Module):
 class SwinImageModel(VisionEncoderModel):
     body_cls = SwinBody
     body_name = "swin"
+
+
+class DonutSwinBody(SwinBody):
+    final_norm = False
+
+
+class DonutSwinImageModel(SwinImageModel):
+    """Donut's Swin: no final LayerNorm."""
+
+    body_cls = DonutSwinBody
+    body_name = "donut"
 
 
 def swin_family(model_type, model_class, notes, examples, rules) -> Family:
@@ -348,6 +363,13 @@ FAMILIES = [
         SwinImageModel,
         "shifted-window attention with relative-position biases, patch merging between stages",
         ("microsoft/swin-tiny-patch4-window7-224",),
+        SwinRules(),
+    ),
+    swin_family(
+        "donut-swin",
+        DonutSwinImageModel,
+        "Swin without the final LayerNorm (Donut's image encoder)",
+        ("naver-clova-ix/donut-base",),
         SwinRules(),
     ),
 ]

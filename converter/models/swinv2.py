@@ -100,9 +100,13 @@ class Swinv2SelfAttention(SwinSelfAttention):
 
     def unit(self, op, x, per_head=None):
         """x [windows, tokens, width] with each head's vector scaled to length 1 (then by
-        `per_head` [heads, 1])."""
+        `per_head` [heads, 1]); in float32, where torch's 1e-12 floor on the length holds (a
+        padded token's key is all zeros)."""
         heads = op.Reshape(x, [0, 0, self.heads, self.head_dim])
+        wide = self.dtype != ir.DataType.FLOAT
+        heads = op.Cast(heads, to=ir.DataType.FLOAT) if wide else heads
         heads = op.Div(heads, op.Max(op.ReduceL2(heads, [-1], keepdims=1), 1e-12))
+        heads = op.Cast(heads, to=self.dtype) if wide else heads
         if per_head is not None:
             heads = op.Mul(heads, per_head)
         return op.Reshape(heads, [0, 0, -1])

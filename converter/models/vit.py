@@ -1,5 +1,6 @@
 """ViT: the patch encoder whose layout DeiT, DINOv2 and BEiT share
-(converter/models/vision_transformer.py); its classifier reads the cls token."""
+(converter/models/vision_transformer.py); its classifier reads the cls token. ViT-MSN's
+checkpoints are ViT's without a pooler."""
 
 from __future__ import annotations
 
@@ -46,6 +47,17 @@ FAMILIES = [
         ViTImageModel,
         "patch Conv, cls token, learned positions, pre-norm layers",
         ("google/vit-base-patch16-224", "google/vit-base-patch16-224-in21k"),
+        rules=ViTRules(),
+        task="image-feature-extraction",
+        category="vision",
+        unused=vit_unused("vit"),
+        prefix="vit.",
+    ),
+    Family(
+        "vit_msn",
+        ViTImageModel,
+        "ViT trained by masked siamese networks (no pooler)",
+        ("facebook/vit-msn-small",),
         rules=ViTRules(),
         task="image-feature-extraction",
         category="vision",

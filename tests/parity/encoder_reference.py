@@ -19,8 +19,8 @@ TEXT_MASK = np.array([[1] * LENGTH, [1] * 5 + [0] * (LENGTH - 5)])
 
 
 def make_encoder(case_id: str, case: EncoderCase, head: str, folder: Path):
-    """A random `head` model for `case`, saved to `folder` (weights and batch-norm statistics
-    noised so biases and norms are not trivial)."""
+    """A random `head` model for `case`, saved to `folder` (weights noised so biases and norms
+    are not trivial; BatchNorm statistics measured on other random inputs)."""
     config = transformers.AutoConfig.for_model(**case.config)
     for key, value in case.overrides.items():
         setattr(config, key, value)
@@ -30,14 +30,34 @@ def make_encoder(case_id: str, case: EncoderCase, head: str, folder: Path):
     with torch.no_grad():
         for param in model.parameters():
             param.add_(torch.randn_like(param) * 0.05)
-        for name, buffer in model.named_buffers():  # BatchNorm's running statistics
-            if name.endswith("running_mean"):
-                buffer.add_(torch.randn_like(buffer) * 0.1)
-            elif name.endswith("running_var"):
-                buffer.uniform_(0.5, 1.5)
+    calibrate_batch_norms(model, case)
     model.eval()
     model.save_pretrained(folder)
     return model
+
+
+def calibrate_batch_norms(model, case: EncoderCase) -> None:
+    """Running statistics from one batch of random inputs, so deep convolutional stacks keep
+    their activations in range (the initial 0 / 1 let them die out or blow up, and then
+    float32 rounding, amplified layer by layer, is all a comparison sees). A case that does not
+    `calibrate` keeps transformers' initial statistics, noised."""
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    if not case.calibrate:
+        for norm in norms:
+            norm.running_mean.normal_(0.0, 0.1)
+            norm.running_var.uniform_(0.5, 1.5)
+        return
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # a cumulative average: after one batch, that batch's statistics
+    inputs = {
+        name: torch.from_numpy(value) for name, value in INPUTS[case.inputs](case.config).items()
+    }
+    model.train()
+    with torch.no_grad():
+        model(**inputs)
 
 
 def text_inputs(config: dict) -> dict[str, np.ndarray]:

@@ -8,7 +8,7 @@ TINY = {
     "depthwise_padding": [2],  # block 2 (stride 2) pads both sides alike
     "image_size": 30,
     "num_labels": 5,
-    "initializer_range": 0.2,
+    "initializer_range": 0.1,
 }
 
 CASES = {

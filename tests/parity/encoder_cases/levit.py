@@ -19,5 +19,6 @@ CASES = {
             "LevitModel",
         ),
         inputs="image",
+        calibrate=False,
     ),
 }

@@ -1,23 +1,32 @@
 from tests.parity.encoder_cases import EncoderCase
 
-TINY = {
-    "model_type": "poolformer",
-    "num_encoder_blocks": 2,
-    "depths": [1, 2],
+# PoolFormer's config has no image size: `image_size` only sizes the test images
+POOLFORMER = {
     "hidden_sizes": [16, 32],
+    "depths": [2, 1],
+    "num_encoder_blocks": 2,
     "patch_sizes": [7, 3],
     "strides": [4, 2],
     "padding": [2, 1],
-    "image_size": 30,
+    "layer_scale_init_value": 0.5,
+    "image_size": 32,
     "num_labels": 5,
 }
 
 CASES = {
     "poolformer": EncoderCase(
-        TINY, ("PoolFormerForImageClassification", "PoolFormerModel"), inputs="image"
+        {"model_type": "poolformer", **POOLFORMER},
+        ("PoolFormerForImageClassification", "PoolFormerModel"),
+        inputs="image",
     ),
-    "poolformer:no_layer_scale": EncoderCase(
-        {**TINY, "use_layer_scale": False, "pool_size": 5, "hidden_act": "relu"},
+    "poolformer:unscaled": EncoderCase(
+        {
+            "model_type": "poolformer",
+            **POOLFORMER,
+            "use_layer_scale": False,
+            "pool_size": 5,
+            "image_size": [36, 28],
+        },
         ("PoolFormerModel",),
         inputs="image",
     ),

@@ -24,6 +24,11 @@ CASES = {
         ("SwinModel",),
         inputs="image",
     ),
+    "donut-swin": EncoderCase(
+        {"model_type": "donut-swin", **SWIN},
+        ("DonutSwinForImageClassification", "DonutSwinModel"),
+        inputs="image",
+    ),
     "swinv2": EncoderCase(
         {"model_type": "swinv2", **SWIN},
         ("Swinv2ForImageClassification", "Swinv2Model"),

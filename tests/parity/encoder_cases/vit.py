@@ -30,4 +30,9 @@ CASES = {
         ("ViTModel",),
         inputs="image",
     ),
+    "vit_msn": EncoderCase(
+        {"model_type": "vit_msn", **VIT},
+        ("ViTMSNForImageClassification", "ViTMSNModel"),
+        inputs="image",
+    ),
 }
