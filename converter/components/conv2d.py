@@ -1,6 +1,6 @@
 """Image building blocks in NCHW, with torch's parameter names: Conv2d, BatchNorm2d (inference
-statistics), a LayerNorm over the channels of an NCHW map, and parameter-less placeholders that
-keep torch's Sequential indices (`classifier.1.weight`)."""
+statistics), GroupNorm, a LayerNorm over the channels of an NCHW map, and parameter-less
+placeholders that keep torch's Sequential indices (`classifier.1.weight`)."""
 
 from __future__ import annotations
 
@@ -89,22 +89,18 @@ class Placeholder(nn.Module):
         return self.fn(op, x)
 
 
-class SingleGroupNorm(nn.Module):
-    """torch.nn.GroupNorm with one group: each image normalized over all its channels and
-    positions, then scaled and shifted per channel."""
+class GroupNorm(nn.Module):
+    """torch.nn.GroupNorm over [batch, channels, ...]: `groups` groups of channels normalized
+    together (one group: each image over all its channels and positions), then each channel's
+    `weight` and `bias`."""
 
-    def __init__(self, channels: int, dtype: ir.DataType, eps: float = 1e-5):
+    def __init__(self, groups: int, channels: int, eps: float, dtype: ir.DataType):
         super().__init__()
         self.weight = nn.Parameter([channels], dtype)
         self.bias = nn.Parameter([channels], dtype)
-        self.eps = eps
+        self.groups, self.eps = groups, eps
 
     def forward(self, op, x):
-        centered = op.Sub(x, op.ReduceMean(x, [1, 2, 3], keepdims=1))
-        variance = op.ReduceMean(op.Mul(centered, centered), [1, 2, 3], keepdims=1)
-        normed = op.Div(centered, op.Sqrt(op.Add(variance, self.eps)))
-        per_channel = [-1, 1, 1]
-        return op.Add(
-            op.Mul(normed, op.Reshape(self.weight, per_channel)),
-            op.Reshape(self.bias, per_channel),
+        return op.GroupNormalization(
+            x, self.weight, self.bias, num_groups=self.groups, epsilon=self.eps
         )

@@ -1,6 +1,6 @@
 """Convolutional layers as transformers' image models compose them: a Conv2d with its
-BatchNorm2d and activation (`ConvNorm`), GroupNorm, and BatchNorm over the channels of token
-sequences. The norms run in eval mode: the running statistics, as the checkpoint stores them."""
+BatchNorm2d and activation (`ConvNorm`), and BatchNorm over the channels of token sequences.
+The norms run in eval mode: the running statistics, as the checkpoint stores them."""
 
 from __future__ import annotations
 
@@ -55,22 +55,6 @@ class ConvNorm(nn.Module):
         if norm is not None:
             x = norm(op, x)
         return x if self.act is None else activation(op, self.act, x)
-
-
-class GroupNorm(nn.Module):
-    """torch.nn.GroupNorm over [batch, channels, ...]: `groups` groups of channels normalized
-    together, then each channel's `weight` and `bias`."""
-
-    def __init__(self, groups: int, channels: int, eps: float, dtype: ir.DataType):
-        super().__init__()
-        self.weight = nn.Parameter([channels], dtype)
-        self.bias = nn.Parameter([channels], dtype)
-        self.groups, self.eps = groups, eps
-
-    def forward(self, op, x):
-        return op.GroupNormalization(
-            x, self.weight, self.bias, num_groups=self.groups, epsilon=self.eps
-        )
 
 
 class TokenBatchNorm(BatchNorm2d):

@@ -9,8 +9,7 @@ import numpy as np
 from onnxscript import nn
 
 from converter.components import Linear, activation
-from converter.components.conv2d import Conv2d
-from converter.components.conv_layers import GroupNorm
+from converter.components.conv2d import Conv2d, GroupNorm
 from converter.components.pooling import global_mean, pad, same_pad
 from converter.config.convnet import ConvNetRules, make_divisible, stage_list
 from converter.models.convnet import CONVNET_UNUSED, MAP_DIMS, ConvNetBody

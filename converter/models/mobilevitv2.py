@@ -8,8 +8,7 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import activation
-from converter.components.conv2d import Conv2d
-from converter.components.conv_layers import GroupNorm
+from converter.components.conv2d import Conv2d, GroupNorm
 from converter.components.pooling import global_mean, pad
 from converter.config.convnet import ConvNetRules, make_divisible, stage_list
 from converter.errors import ConfigError
