@@ -12,7 +12,8 @@ from converter.components import Linear, activation
 from converter.components.conv2d import Conv2d, GroupNorm
 from converter.components.pooling import global_mean, pad, same_pad
 from converter.config.convnet import ConvNetRules, make_divisible, stage_list
-from converter.models.convnet import CONVNET_UNUSED, MAP_DIMS, ConvNetBody
+from converter.models.convnet import CONVNET_UNUSED, ConvNetBody
+from converter.models.convnext import FEATURE_DIMS
 from converter.models.vision import Features, VisionEncoderModel
 from converter.registry import Family
 from converter.tasks.encoding import BATCH
@@ -247,7 +248,7 @@ class BitBody(ConvNetBody):
             hidden = self.norm(op, hidden)
         size = self.cfg.hidden_size
         pooled = global_mean(op, hidden, keep=True)
-        return Features(hidden, [BATCH, size, *MAP_DIMS], pooled, [BATCH, size, 1, 1])
+        return Features(hidden, [BATCH, size, *FEATURE_DIMS], pooled, [BATCH, size, 1, 1])
 
 
 class Classifier(nn.Module):

@@ -1,6 +1,7 @@
 """What convolutional and hybrid image encoders share on top of converter/models/vision.py: a
-body that keeps its config and says whether it builds the pooler, feature maps of any height and
-width, the checkpoint tensors no graph reads, and the moves between maps and token sequences."""
+body that keeps its config and says whether it builds the pooler (and takes any image size, or
+the configured one), the checkpoint tensors no graph reads, the moves between maps and token
+sequences, and the models transformers gives only a classifier."""
 
 from __future__ import annotations
 
@@ -12,9 +13,6 @@ from converter.config.convnet import ConvNetConfig
 from converter.errors import ConfigError
 from converter.tasks.encoding import BATCH
 from converter.tasks.image_encoding import HEIGHT, WIDTH
-
-# the height and width of feature maps: the input's, divided by the model's total stride
-MAP_DIMS = ("map_height", "map_width")
 
 # BatchNorm's step counter (saved with every checkpoint, read by no graph) and the classifier of
 # a checkpoint converted for its features

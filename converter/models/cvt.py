@@ -16,12 +16,12 @@ from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
 from converter.models.convnet import (
     CONVNET_UNUSED,
-    MAP_DIMS,
     ConvNetBody,
     map_size,
     to_maps,
     to_tokens,
 )
+from converter.models.convnext import FEATURE_DIMS
 from converter.models.vision import Features, VisionEncoderModel, batch_of, first_token
 from converter.registry import Family
 from converter.tasks.encoding import BATCH
@@ -230,7 +230,7 @@ class CvtBody(ConvNetBody):
         kernel = encoder_attention(op, self.ep, None, self.dtype)
         maps, cls = self.encoder(op, pixel_values, kernel)
         size = self.cfg.hidden_size
-        dims = [BATCH, size, *MAP_DIMS]
+        dims = [BATCH, size, *FEATURE_DIMS]
         return Features(maps, dims, cls, None if cls is None else [BATCH, 1, size])
 
 

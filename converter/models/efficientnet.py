@@ -13,7 +13,8 @@ from converter.components.conv2d import BatchNorm2d, Conv2d
 from converter.components.pooling import global_mean, pad
 from converter.config.convnet import ConvNetRules, make_divisible, stage_list
 from converter.errors import ConfigError
-from converter.models.convnet import CONVNET_UNUSED, MAP_DIMS, ConvNetBody
+from converter.models.convnet import CONVNET_UNUSED, ConvNetBody
+from converter.models.convnext import FEATURE_DIMS
 from converter.models.vision import Features, VisionEncoderModel
 from converter.registry import Family
 from converter.tasks.encoding import BATCH
@@ -192,7 +193,7 @@ class EfficientNetBody(ConvNetBody):
             pooled = global_mean(op, hidden)
         else:
             pooled = op.ReduceMax(hidden, [2, 3], keepdims=0)
-        return Features(hidden, [BATCH, size, *MAP_DIMS], pooled, [BATCH, size])
+        return Features(hidden, [BATCH, size, *FEATURE_DIMS], pooled, [BATCH, size])
 
 
 class EfficientNetModel(VisionEncoderModel):

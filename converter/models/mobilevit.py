@@ -16,7 +16,8 @@ from converter.config.convnet import ConvNetRules, make_divisible, stage_list
 from converter.config.vision import VisionConfig
 from converter.errors import ConfigError
 from converter.execution_providers import SKIP_NORM
-from converter.models.convnet import CONVNET_UNUSED, MAP_DIMS, ConvNetBody
+from converter.models.convnet import CONVNET_UNUSED, ConvNetBody
+from converter.models.convnext import FEATURE_DIMS
 from converter.models.vision import Features, VisionEncoderModel
 from converter.models.vision_transformer import ViTLayer
 from converter.registry import Family
@@ -250,7 +251,9 @@ class MobileViTBody(ConvNetBody):
         x = self.encoder(op, self.conv_stem(op, pixel_values), kernel)
         hidden = self.conv_1x1_exp(op, x)
         size = self.cfg.hidden_size
-        return Features(hidden, [BATCH, size, *MAP_DIMS], global_mean(op, hidden), [BATCH, size])
+        return Features(
+            hidden, [BATCH, size, *FEATURE_DIMS], global_mean(op, hidden), [BATCH, size]
+        )
 
 
 class MobileViTModel(VisionEncoderModel):

@@ -12,7 +12,8 @@ from converter.components.conv2d import Conv2d, GroupNorm
 from converter.components.pooling import global_mean, pad
 from converter.config.convnet import ConvNetRules, make_divisible, stage_list
 from converter.errors import ConfigError
-from converter.models.convnet import CONVNET_UNUSED, MAP_DIMS, ConvNetBody
+from converter.models.convnet import CONVNET_UNUSED, ConvNetBody
+from converter.models.convnext import FEATURE_DIMS
 from converter.models.mobilevit import InvertedResidual, MobileNetLayer, conv, halved
 from converter.models.vision import Features, VisionEncoderModel
 from converter.registry import Family
@@ -197,7 +198,9 @@ class MobileViTV2Body(ConvNetBody):
     def forward(self, op, pixel_values) -> Features:
         hidden = self.encoder(op, self.conv_stem(op, pixel_values))
         size = self.cfg.hidden_size
-        return Features(hidden, [BATCH, size, *MAP_DIMS], global_mean(op, hidden), [BATCH, size])
+        return Features(
+            hidden, [BATCH, size, *FEATURE_DIMS], global_mean(op, hidden), [BATCH, size]
+        )
 
 
 class MobileViTV2Model(VisionEncoderModel):

@@ -9,16 +9,16 @@ from onnxscript import nn
 from converter.components import LayerNorm, Linear, activation
 from converter.components.conv2d import Conv2d
 from converter.components.encoder_attention import encoder_attention
-from converter.components.pooling import adaptive_mean
+from converter.components.pooling import adaptive_mean, global_mean
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
 from converter.models.convnet import (
     CONVNET_UNUSED,
-    MAP_DIMS,
     ConvNetBody,
     map_size,
     to_maps,
     to_tokens,
 )
+from converter.models.convnext import FEATURE_DIMS
 from converter.models.pvt import PvtRules
 from converter.models.vision import Features, VisionEncoderModel
 from converter.registry import Family
@@ -166,7 +166,7 @@ class PvtV2Body(ConvNetBody):
     def forward(self, op, pixel_values) -> Features:
         kernel = encoder_attention(op, self.ep, None, self.dtype)
         hidden = self.encoder(op, pixel_values, kernel)
-        return Features(hidden, [BATCH, self.cfg.hidden_size, *MAP_DIMS])
+        return Features(hidden, [BATCH, self.cfg.hidden_size, *FEATURE_DIMS])
 
 
 class PvtV2Model(VisionEncoderModel):
@@ -174,7 +174,7 @@ class PvtV2Model(VisionEncoderModel):
     body_name = "pvt_v2"
 
     def classify(self, op, features):
-        return self.classifier(op, op.ReduceMean(features.hidden, [2, 3], keepdims=0))
+        return self.classifier(op, global_mean(op, features.hidden))
 
 
 FAMILIES = [

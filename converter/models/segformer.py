@@ -10,7 +10,8 @@ from onnxscript import nn
 from converter.components import LayerNorm, activation
 from converter.components.encoder_attention import encoder_attention
 from converter.execution_providers import SKIP_NORM
-from converter.models.convnet import CONVNET_UNUSED, MAP_DIMS, ConvNetBody, to_maps
+from converter.models.convnet import CONVNET_UNUSED, ConvNetBody, to_maps
+from converter.models.convnext import FEATURE_DIMS
 from converter.models.pvt import FFN, Attention, Layer, PvtRules, SelfAttention
 from converter.models.pvt_v2 import DepthwiseConv, PatchEmbeddings
 from converter.models.vision import Features, VisionEncoderModel
@@ -97,7 +98,7 @@ class SegformerBody(ConvNetBody):
         hidden = self.encoder(op, pixel_values, kernel)
         size = self.cfg.hidden_size
         maps = self.cfg.extra["reshape_last_stage"]
-        return Features(hidden, [BATCH, size, *MAP_DIMS] if maps else [BATCH, TOKENS, size])
+        return Features(hidden, [BATCH, size, *FEATURE_DIMS] if maps else [BATCH, TOKENS, size])
 
 
 class SegformerModel(VisionEncoderModel):

@@ -15,12 +15,12 @@ from converter.config.convnet import ConvNetRules, stage_list
 from converter.errors import ConfigError
 from converter.models.convnet import (
     CONVNET_UNUSED,
-    MAP_DIMS,
     ConvNetBody,
     map_size,
     to_maps,
     to_tokens,
 )
+from converter.models.convnext import FEATURE_DIMS
 from converter.models.vision import Features, VisionEncoderModel
 from converter.registry import Family
 from converter.tasks.encoding import BATCH
@@ -212,7 +212,7 @@ class SwiftFormerBody(ConvNetBody):
 
     def forward(self, op, pixel_values) -> Features:
         hidden = self.encoder(op, self.patch_embed(op, pixel_values))
-        return Features(hidden, [BATCH, self.cfg.hidden_size, *MAP_DIMS])
+        return Features(hidden, [BATCH, self.cfg.hidden_size, *FEATURE_DIMS])
 
 
 class SwiftFormerModel(VisionEncoderModel):

@@ -12,7 +12,8 @@ from converter.components.conv_layers import ConvNorm
 from converter.components.pooling import adaptive_mean, global_mean
 from converter.config.convnet import ConvNetRules, stage_list
 from converter.errors import ConfigError
-from converter.models.convnet import CONVNET_UNUSED, MAP_DIMS, ConvNetBody
+from converter.models.convnet import CONVNET_UNUSED, ConvNetBody
+from converter.models.convnext import FEATURE_DIMS
 from converter.models.vision import Features, VisionEncoderModel
 from converter.registry import Family
 from converter.tasks.encoding import BATCH
@@ -164,7 +165,7 @@ class TextNetBody(ConvNetBody):
         hidden = self.encoder(op, self.stem(op, pixel_values))
         size = self.cfg.hidden_size
         pooled = adaptive_mean(op, hidden, (2, 2)) if self.pooled else None
-        return Features(hidden, [BATCH, size, *MAP_DIMS], pooled, [BATCH, size, 2, 2])
+        return Features(hidden, [BATCH, size, *FEATURE_DIMS], pooled, [BATCH, size, 2, 2])
 
 
 class TextNetModel(VisionEncoderModel):
