@@ -6,6 +6,8 @@ Classification only; transformers names its logits `last_hidden_state`."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from onnxscript import nn
 
 from converter.components import Linear, activation
@@ -158,6 +160,9 @@ class Encoder(nn.Module):
 
 
 class PPLCNetModel(ClassifierOnly):
+    # an output's name in transformers' output where it differs (read by validation)
+    reference_names: ClassVar[dict[str, str]] = {"logits": "last_hidden_state"}
+
     def __init__(self, cfg, dtype, ep, task, tensors):
         super().__init__(cfg, dtype, ep, task, tensors)
         extra = cfg.extra

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from converter import build
+from converter.validate.encoding import reference_names
 from tests.parity.encoder_cases import CASES
 from tests.parity.encoder_reference import make_encoder
 
@@ -47,7 +48,7 @@ def test_any_image_size_matches_transformers(tmp_path, case_id, head, size):
         expected = reference(pixel_values=torch.from_numpy(pixels))
     actuals = session.run(None, {"pixel_values": pixels})
     for output, actual in zip(session.get_outputs(), actuals, strict=True):
-        want = getattr(expected, case.reference_names.get(output.name, output.name)).numpy()
+        want = getattr(expected, reference_names(case.config).get(output.name, output.name)).numpy()
         assert actual.shape == want.shape, output.name
         assert np.abs(actual - want).max() <= TOLERANCE, output.name
 

@@ -21,6 +21,5 @@ CASES = {
         },
         ("PPLCNetForImageClassification",),
         inputs="image",
-        reference_names={"logits": "last_hidden_state"},
     ),
 }
