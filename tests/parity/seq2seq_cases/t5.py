@@ -36,7 +36,7 @@ CASES = {
 # give 4 global keys, the padded row's last real token folded into the block before it
 CASES |= {
     "longt5:local": Seq2SeqCase({"model_type": "longt5", **T5_SIZES, "local_radius": 2}),
-    "longt5:tglobal": Seq2SeqCase(
+    "longt5": Seq2SeqCase(
         {
             "model_type": "longt5",
             **T5_SIZES,
