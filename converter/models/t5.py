@@ -36,6 +36,7 @@ from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_VOCAB, ConfigReader
 from converter.config.seq2seq import Seq2SeqConfig, Seq2SeqRules
 from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
+from converter.models.decoder import tied_logits
 from converter.models.seq2seq import Seq2SeqModel
 from converter.registry import Family
 
@@ -286,6 +287,13 @@ class T5Stack(Steps):
         self.final_layer_norm = RMSNorm(cfg.d_model, cfg.norm_eps, dtype)
         self.norms = layers * (3 if self.decoder else 2)
         self.dtype = dtype
+        self.embed_tokens = None  # the body gives it the checkpoint's own table, if any
+
+    def embed(self, op, input_ids, shared_rows):
+        """The tokens' rows: from this stack's own table where the checkpoint has one
+        (transformers ties it to `shared` only when they are equal), else `shared_rows`, the
+        body's (read in its scope)."""
+        return shared_rows if self.embed_tokens is None else self.embed_tokens(op, input_ids)
 
     def self_attention_cls(self, cfg: Seq2SeqConfig) -> type:
         return T5LayerSelfAttention
@@ -300,7 +308,8 @@ class T5EncoderStack(T5Stack):
         positions = op.Range(0, op.Squeeze(op.Shape(x, start=1, end=2), [0]), 1)
         return positions, positions
 
-    def encode(self, op, x, kernel, attention_mask):
+    def encode(self, op, input_ids, shared_rows, kernel, attention_mask):
+        x = self.embed(op, input_ids, shared_rows)
         context, bias = self.context(op, x, attention_mask), None
         for block in self.block:
             x, bias = block(op, "encoder", x, kernel, context, bias)
@@ -315,7 +324,8 @@ class T5DecoderStack(T5Stack):
     def cross_kv(self, op, encoder_hidden_states):
         return [block(op, "key_value", encoder_hidden_states) for block in self.block]
 
-    def decode(self, op, x, self_past, cross, kernels):
+    def decode(self, op, input_ids, shared_rows, self_past, cross, kernels):
+        x = self.embed(op, input_ids, shared_rows)
         past = op.Squeeze(op.Shape(self_past[0][0], start=2, end=3), [0])
         total = op.Add(past, op.Squeeze(op.Shape(x, start=1, end=2), [0]))
         context = (op.Range(past, total, 1), op.Range(0, total, 1))
@@ -326,25 +336,55 @@ class T5DecoderStack(T5Stack):
         return self.final_layer_norm(op, x), presents
 
 
+class SharedTable(Steps):
+    """`shared`: the token table, read as rows or as the LM head tied to it (each read in this
+    scope, so its parameter is `shared.weight` whichever reads it)."""
+
+    def __init__(self, cfg: Seq2SeqConfig, dtype: ir.DataType):
+        super().__init__()
+        self.weight = nn.Parameter([cfg.vocab_size, cfg.d_model], dtype)
+        self.cfg = cfg
+
+    def rows(self, op, input_ids):
+        return op.Gather(self.weight, input_ids, axis=0)
+
+    def logits(self, op, hidden):
+        return tied_logits(op, self.cfg, self.weight, hidden)
+
+
 class T5Body(Steps):
-    """`shared` and the stacks of one part, their parameters at the checkpoint's root."""
+    """`shared` and the stacks of one part, their parameters at the checkpoint's root. A stack
+    whose own `embed_tokens` table the checkpoint holds reads that one; `shared` is made only
+    where a stack or the tied head reads it."""
 
     def __init__(self, owner: Seq2SeqModel, cfg: Seq2SeqConfig, dtype: ir.DataType, part: str):
         super().__init__(name="")
-        self.shared = Embedding(cfg.vocab_size, cfg.d_model, dtype)
         encoding, decoding = part in ("encoder", "both"), part in ("decoder", "both")
         self.encoder = owner.encoder_cls(cfg, dtype, cfg.encoder_layers) if encoding else None
         self.decoder = owner.decoder_cls(cfg, dtype, cfg.decoder_layers) if decoding else None
+        shared_read = decoding and cfg.tie_word_embeddings
+        for name, stack in (("encoder", self.encoder), ("decoder", self.decoder)):
+            if stack is not None and f"{name}.embed_tokens.weight" in owner.tensors:
+                stack.embed_tokens = Embedding(cfg.vocab_size, cfg.d_model, dtype)
+            shared_read = shared_read or (stack is not None and stack.embed_tokens is None)
+        self.shared = SharedTable(cfg, dtype) if shared_read else None
+
+    def _rows(self, op, stack, input_ids):
+        return self.shared(op, "rows", input_ids) if stack.embed_tokens is None else None
 
     def encode(self, op, input_ids, kernel, attention_mask):
-        tokens = self.shared(op, input_ids)
-        return self.encoder(op, "encode", tokens, kernel, attention_mask)
+        rows = self._rows(op, self.encoder, input_ids)
+        return self.encoder(op, "encode", input_ids, rows, kernel, attention_mask)
 
     def cross_kv(self, op, encoder_hidden_states):
         return self.decoder(op, "cross_kv", encoder_hidden_states)
 
+    def tied_logits(self, op, hidden):
+        return self.shared(op, "logits", hidden)
+
     def decode(self, op, input_ids, self_past, cross, kernels):
-        return self.decoder(op, "decode", self.shared(op, input_ids), self_past, cross, kernels)
+        rows = self._rows(op, self.decoder, input_ids)
+        return self.decoder(op, "decode", input_ids, rows, self_past, cross, kernels)
 
 
 class T5Model(Seq2SeqModel):
@@ -376,13 +416,14 @@ class T5Model(Seq2SeqModel):
     def logits(self, op, hidden):
         if t5_settings(self.cfg).scale_logits:
             hidden = op.Mul(hidden, self.cfg.d_model**-0.5)
-        return super().logits(op, hidden)
+        head = getattr(self, self.head_name)
+        return self.body(op, "tied_logits", hidden) if head is None else head(op, hidden)
 
 
-# copies of the shared table some checkpoints carry, and the cross-attention table older
-# checkpoints saved (transformers ignores it: cross-attention has no position bias)
+# the shared table where both stacks and the head have their own, and the cross-attention
+# table older checkpoints saved (transformers ignores it: cross-attention has no position bias)
 T5_UNUSED = (
-    r"(encoder|decoder)\.embed_tokens\.weight",
+    r"shared\.weight",
     r"decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight",
 )
 
