@@ -15,10 +15,6 @@ BART_LIKE = (
     "BART's encoder-decoder layout with {}: a switch of the generic encoder-decoder "
     "(converter/models/seq2seq.py) not registered yet"
 )
-T5_LAYOUT = (
-    "T5's layout ({}): RMS layer norms without bias, relative position buckets added to "
-    "unscaled attention, no absolute positions; not registered yet"
-)
 
 SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
     "audioflamingo3": ("speech", AUDIO_LM.format("Qwen2 behind a Whisper-style encoder")),
@@ -198,10 +194,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "speech",
         "SpeechT5's speech-to-text head: a speech pre-net (wav2vec2-like feature encoder), "
         "relative position biases in the encoder and its own text post-net: not built yet",
-    ),
-    "switch_transformers": (
-        "seq2seq",
-        T5_LAYOUT.format("with sparse mixture-of-experts feed-forward layers and top-1 routing"),
     ),
     "t5gemma": (
         "seq2seq",

@@ -19,7 +19,8 @@ from converter.quantize_int8 import quantize_q8
 def dequantized_copy(model, block_size: int = 32, symmetric: bool = True, tables: bool = False):
     """Every Linear and Conv1D weight; with `tables` also the token embedding and the LM head
     (what --int4-lm-head quantizes). Position tables are never quantized, nor latent
-    attention's kv_b_proj, which the graph reads as per-head matrices (components/mla.py)."""
+    attention's kv_b_proj, which the graph reads as per-head matrices (components/mla.py), nor
+    Switch Transformers' routers, which it keeps float."""
 
     def int4(weight: np.ndarray) -> np.ndarray:
         return quantize_q4(weight, block_size, symmetric).dequantize()
@@ -40,7 +41,7 @@ def _replaced(model, dequantized, tables: bool):
     done: set[int] = set()  # a tied head shares the embedding's weight
     with torch.no_grad():
         for name, module in copied.named_modules():
-            if name.endswith("kv_b_proj"):
+            if name.endswith(("kv_b_proj", "router.classifier")):  # (Switch's router stays float)
                 continue
             if module in tables_of:
                 quantized = tables

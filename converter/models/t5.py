@@ -62,7 +62,8 @@ class T5Rules(Seq2SeqRules):
     """T5's keys (d_model, d_kv, d_ff, num_layers, num_decoder_layers, num_heads,
     layer_norm_epsilon, feed_forward_proj, relative_attention_*). `scaled` is how transformers
     decides the LM head's input scale: "tie" (T5, UMT5: scale_decoder_outputs when config.json
-    has it, else unless tie_word_embeddings is false) or "never" (mT5)."""
+    has it, else unless tie_word_embeddings is false), "tied" (tie_word_embeddings, true
+    unless stated) or "never" (mT5)."""
 
     def __init__(self, scaled: str = "tie", bias_per_layer: bool = False) -> None:
         super().__init__(pre_norm=True, embedding_norm=False, position_kind="relative")
@@ -74,7 +75,7 @@ class T5Rules(Seq2SeqRules):
         layers = r.int("num_layers", hi=MAX_LAYERS)
         vocab = r.int("vocab_size", hi=MAX_VOCAB)
         d_ff = r.int("d_ff", hi=MAX_DIM * 4)
-        act, gated = feed_forward(r)
+        act, gated = self.feed_forward(r)
         pad = r.int("pad_token_id", lo=0, hi=vocab - 1)
         eos = r.token_ids("eos_token_id", vocab)
         start = r.int("decoder_start_token_id", default=pad, lo=0, hi=vocab - 1)
@@ -114,9 +115,14 @@ class T5Rules(Seq2SeqRules):
             extra={"t5": settings},
         )
 
+    def feed_forward(self, r: ConfigReader) -> tuple[str, bool]:
+        return feed_forward(r)
+
     def scale_logits(self, r: ConfigReader) -> bool:
         if self.scaled == "never":
             return False
+        if self.scaled == "tied":
+            return r.bool("tie_word_embeddings", True)
         if r.has("scale_decoder_outputs"):
             return r.bool("scale_decoder_outputs", True)
         return r.raw.get("tie_word_embeddings") is not False
@@ -230,25 +236,32 @@ class T5DenseGatedActDense(nn.Module):
 
 
 class T5LayerFF(nn.Module):
+    """x + mlp(layer_norm(x)), the mlp under `mlp_name`."""
+
+    mlp_name = "DenseReluDense"
+
     def __init__(self, cfg: Seq2SeqConfig, dtype: ir.DataType):
         super().__init__()
-        gated = t5_settings(cfg).gated
-        self.DenseReluDense = (T5DenseGatedActDense if gated else T5DenseActDense)(cfg, dtype)
+        setattr(self, self.mlp_name, self.make_mlp(cfg, dtype))
         self.layer_norm = RMSNorm(cfg.d_model, cfg.norm_eps, dtype)
 
+    def make_mlp(self, cfg: Seq2SeqConfig, dtype: ir.DataType) -> nn.Module:
+        gated = t5_settings(cfg).gated
+        return (T5DenseGatedActDense if gated else T5DenseActDense)(cfg, dtype)
+
     def forward(self, op, x):
-        return op.Add(x, self.DenseReluDense(op, self.layer_norm(op, x)))
+        return op.Add(x, getattr(self, self.mlp_name)(op, self.layer_norm(op, x)))
 
 
 class T5Block(Steps):
     """`layer`: self-attention, (decoder) cross-attention, feed-forward."""
 
-    def __init__(self, cfg, dtype, decoder: bool, owns_bias: bool, self_attention_cls: type):
+    def __init__(self, cfg, dtype, decoder: bool, owns_bias: bool, self_attention_cls, ff):
         super().__init__()
         sublayers = [self_attention_cls(cfg, dtype, decoder, owns_bias)]
         if decoder:
             sublayers.append(T5LayerCrossAttention(cfg, dtype))
-        sublayers.append(T5LayerFF(cfg, dtype))
+        sublayers.append(ff)
         self.layer = nn.ModuleList(sublayers)
         self.sublayers = len(sublayers)
 
@@ -280,7 +293,9 @@ class T5Stack(Steps):
         per_layer, attention = t5_settings(cfg).bias_per_layer, self.self_attention_cls(cfg)
         self.block = nn.ModuleList(
             [
-                T5Block(cfg, dtype, self.decoder, per_layer or i == 0, attention)
+                T5Block(
+                    cfg, dtype, self.decoder, per_layer or i == 0, attention, self.ff(cfg, dtype, i)
+                )
                 for i in range(layers)
             ]
         )
@@ -297,6 +312,10 @@ class T5Stack(Steps):
 
     def self_attention_cls(self, cfg: Seq2SeqConfig) -> type:
         return T5LayerSelfAttention
+
+    def ff(self, cfg: Seq2SeqConfig, dtype: ir.DataType, index: int) -> nn.Module:
+        """Block `index`'s feed-forward sublayer."""
+        return T5LayerFF(cfg, dtype)
 
     def expected_fusions(self, plan) -> dict[str, int]:
         return {"skip_norms": self.norms} if plan.has(SKIP_NORM) else {}

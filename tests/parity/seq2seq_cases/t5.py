@@ -47,3 +47,15 @@ CASES |= {
         }
     ),
 }
+
+# Switch Transformers: layer 1 of each stack is a 4-expert MoE; a capacity of 6 keeps every
+# token of the parity calls (tests/test_switch_transformers.py drops some)
+SWITCH = {
+    **T5_SIZES,
+    "model_type": "switch_transformers",
+    "num_experts": 4,
+    "expert_capacity": 6,
+    "num_sparse_encoder_layers": 1,
+    "num_sparse_decoder_layers": 1,
+}
+CASES |= {"switch_transformers": Seq2SeqCase(SWITCH)}
