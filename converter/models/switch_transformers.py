@@ -5,7 +5,9 @@ A sparse layer's router (`mlp.router.classifier`, in float32) softmaxes its logi
 goes to its most probable expert, whose output (`mlp.experts.expert_{i}`: wi, act, wo) is
 weighted by that probability. An expert takes at most expert_capacity tokens of a sequence, in
 order (transformers counts the tokens of each call, padding included): later ones skip the
-layer, as transformers drops them. Every expert runs on every token in standard ops and the
+layer, as transformers drops them. (So a cached decoder, one token per call, drops none, as
+transformers' own generate(); one teacher-forced pass over more than expert_capacity decoder
+tokens may.) Every expert runs on every token in standard ops and the
 routing weights, zero but for the kept pick, weight the sum (exact; the experts' cost times
 num_experts). Sparse layers are those transformers picks: i % step == 1 (or every layer at
 step 1), step = layers // the sparse count (layers itself when it is 0).

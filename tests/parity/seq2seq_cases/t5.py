@@ -48,13 +48,13 @@ CASES |= {
     ),
 }
 
-# Switch Transformers: layer 1 of each stack is a 4-expert MoE; a capacity of 6 keeps every
-# token of the parity calls (tests/test_switch_transformers.py drops some)
+# Switch Transformers: layer 1 of each stack is a 4-expert MoE; the checkpoints' capacity of 64
+# keeps every token (tests/test_switch_transformers.py drops some)
 SWITCH = {
     **T5_SIZES,
     "model_type": "switch_transformers",
     "num_experts": 4,
-    "expert_capacity": 6,
+    "expert_capacity": 64,
     "num_sparse_encoder_layers": 1,
     "num_sparse_decoder_layers": 1,
 }
