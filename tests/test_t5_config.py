@@ -8,6 +8,7 @@ import pytest
 from converter.config.reader import ConfigReader
 from converter.errors import ConfigError
 from converter.registry import family_for
+from converter.tasks.choice import task_of
 from tests.parity.seq2seq_cases.t5 import T5_SIZES
 
 
@@ -69,3 +70,11 @@ def test_decoder_layers_default_to_encoder_layers_and_start_from_pad():
 def test_longt5_refusals(changes, key):
     with pytest.raises(ConfigError, match=key):
         read("longt5", **changes)
+
+
+def test_t5_heads():
+    t5 = family_for("t5")
+    for head in ("T5ForConditionalGeneration", "T5Model"):
+        assert task_of({"architectures": [head]}, t5, None) == "text2text-generation"
+    with pytest.raises(ConfigError, match="'T5EncoderModel' is a head mobius does not convert"):
+        task_of({"architectures": ["T5EncoderModel"]}, t5, None)  # no decoder to build
