@@ -231,7 +231,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "phi4_multimodal": ("speech", "a speech or audio model: issue 13"),
-    "plbart": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "plbart": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "prophetnet": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "qwen3_5": ("vlm", "a vision-language model: issue 14"),
     "qwen3_5_moe": ("vlm", "a vision-language model: issue 14"),

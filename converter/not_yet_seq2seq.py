@@ -161,10 +161,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "Pegasus-X's encoder runs block-local attention with staggered blocks and global "
         "tokens: that pattern is not built",
     ),
-    "plbart": (
-        "seq2seq",
-        BART_LIKE.format("scaled embeddings (otherwise BART's post-norm learned-position layers)"),
-    ),
     "pop2piano": (
         "speech",
         "T5's layout over a mel spectrogram input concatenated with a composer embedding; "
