@@ -220,7 +220,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "moss_transcribe_diarize": ("speech", "a speech or audio model: issue 13"),
     "musicgen": ("speech", "a speech or audio model: issue 13"),
     "musicgen_melody": ("speech", "a speech or audio model: issue 13"),
-    "mvp": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "mvp": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "nemotron_h": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",

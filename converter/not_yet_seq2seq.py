@@ -131,13 +131,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "mt5": ("seq2seq", T5_LAYOUT.format("gated-GELU feed-forward, untied lm_head")),
     "musicflamingo": ("speech", AUDIO_LM.format("Qwen2 behind a rotary audio encoder")),
-    "mvp": (
-        "seq2seq",
-        BART_LIKE.format(
-            "optional prompt modules (per-layer key/value prefixes from a prompt encoder) when "
-            "use_prompt is set"
-        ),
-    ),
     "nemo_speechlm": (
         "speech",
         AUDIO_LM.format("a Nemotron LM behind a FastConformer audio encoder"),
