@@ -28,13 +28,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "global and random blocks, switching to full attention below a length): that "
         "length-dependent pattern is not built, and full attention would differ on long inputs",
     ),
-    "blenderbot": (
-        "seq2seq",
-        BART_LIKE.format(
-            "pre-norm layers, a final layer_norm per stack, learned positions without BART's "
-            "+2 offset and no layernorm_embedding"
-        ),
-    ),
     "blenderbot-small": (
         "seq2seq",
         BART_LIKE.format(
