@@ -181,16 +181,21 @@ class Seq2SeqStack(Steps):
         return {"skip_norms": norms}
 
     def embed(self, op, input_ids, tokens, start=None):
-        """`tokens` (the shared table's rows; None: this stack's own table's) plus positions
-        start, start + 1, ... (0 when `start` is None), then layernorm_embedding."""
+        """`tokens` (the shared table's rows; None: this stack's own table's) plus the
+        positions' rows, then layernorm_embedding."""
         x = self.embed_tokens(op, input_ids) if tokens is None else tokens
         if self.embed_positions is not None:
-            length = op.Shape(input_ids, start=1, end=2)
-            end = length if start is None else op.Add(start, length)
-            first = 0 if start is None else op.Squeeze(start, [0])
-            positions = op.Unsqueeze(op.Range(first, op.Squeeze(end, [0]), 1), [0])
-            x = op.Add(x, self.embed_positions(op, positions))
+            x = op.Add(x, self.embed_positions(op, self.position_ids(op, input_ids, start)))
         return x if self.layernorm_embedding is None else self.layernorm_embedding(op, x)
+
+    def position_ids(self, op, input_ids, start=None):
+        """[1, sequence]: start, start + 1, ... (0 when `start` is None, the past length
+        [1] otherwise); families that count positions otherwise (M2M-100's skip padding)
+        override it."""
+        length = op.Shape(input_ids, start=1, end=2)
+        end = length if start is None else op.Add(start, length)
+        first = 0 if start is None else op.Squeeze(start, [0])
+        return op.Unsqueeze(op.Range(first, op.Squeeze(end, [0]), 1), [0])
 
     def finish(self, op, x):
         return x if self.layer_norm is None else self.layer_norm(op, x)
