@@ -52,7 +52,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "big_bird": ("encoder", ENCODER_LM_HEAD),
     "bigbird_pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "blenderbot": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
-    "blenderbot-small": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "blenderbot-small": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "blt": (
         "dense",
         "Byte Latent Transformer: an entropy model cuts the bytes into patches at run time, "

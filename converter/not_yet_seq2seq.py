@@ -28,13 +28,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "global and random blocks, switching to full attention below a length): that "
         "length-dependent pattern is not built, and full attention would differ on long inputs",
     ),
-    "blenderbot-small": (
-        "seq2seq",
-        BART_LIKE.format(
-            "post-norm layers, learned positions without the +2 offset and, in the decoder, "
-            "layernorm_embedding applied to the token embeddings before the positions are added"
-        ),
-    ),
     "canary": (
         "speech",
         "a Parakeet FastConformer encoder (convolution modules, relative-position attention, "
