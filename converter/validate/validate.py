@@ -19,18 +19,21 @@ from converter.errors import MobiusError, SourceError, missing_modules, require_
 from converter.execution_providers import EXECUTION_PROVIDERS
 from converter.package import MANIFEST
 from converter.source import Source, resolve_source
-from converter.validate import encoding, text_generation
+from converter.tasks.seq2seq import SEQ2SEQ_TASKS
+from converter.validate import encoding, seq2seq, text_generation
 from converter.validate.report import THRESHOLDS, ValidationReport
 from converter.validate.runtime import OnnxDecoder, OnnxEncoder
+from converter.validate.seq2seq_runtime import OnnxSeq2Seq
 
 DECODE_STEPS = 8
 REFERENCES = ("auto", "transformers", "default")
 REFERENCE_EXTRA = ("validate", ("torch", "transformers"))  # pyproject.toml's extra
-PROBES = {"text-generation": text_generation}
+PROBES = {"text-generation": text_generation, **dict.fromkeys(SEQ2SEQ_TASKS, seq2seq)}
 
 
 def _probe(task: str):
-    """The probe of `task`: text generation's, or the encoders' one for every other task."""
+    """The probe of `task`: text generation's, the encoder-decoders', or the encoders' one for
+    every other task."""
     return PROBES.get(task, encoding)
 
 
@@ -151,13 +154,21 @@ def _source_of(manifest: dict) -> Source:
 
 def _reference(kind: str, source: Source, scratch: Path, task: str):
     if kind == "transformers":
-        from converter.validate.reference import TransformersEncoder, TransformersReference
+        from converter.validate.reference import (
+            TransformersEncoder,
+            TransformersReference,
+            TransformersSeq2Seq,
+        )
 
         if task == "text-generation":
             return TransformersReference.load(source.path)
+        if task in SEQ2SEQ_TASKS:
+            return TransformersSeq2Seq.load(source.path)
         return TransformersEncoder.load(source.path, task)
     from converter.build import build
 
     package = build(str(source.path), ep="default", dtype="f32", task=task, progress=False)
     package.save(scratch, progress=False)
+    if task in SEQ2SEQ_TASKS:
+        return OnnxSeq2Seq(scratch)
     return OnnxDecoder(scratch) if task == "text-generation" else OnnxEncoder(scratch)
