@@ -301,12 +301,16 @@ class Seq2SeqModel(Steps):
         self.cfg, self.dtype, self.ep, self.task, self.tensors = cfg, dtype, ep, task, tensors
         setattr(self, self.body_name, self.body_cls(self, cfg, dtype, part))
         decoding = part in ("decoder", "both")
-        tied = cfg.tie_word_embeddings
-        head = Linear(cfg.d_model, cfg.vocab_size, False, dtype, head=True)
-        setattr(self, self.head_name, head if decoding and not tied else None)
+        setattr(self, self.head_name, self.make_head(cfg, dtype) if decoding else None)
         with_bias = decoding and self.bias_name in tensors
         bias = nn.Parameter([1, cfg.vocab_size], dtype) if with_bias else None
         setattr(self, self.bias_name, bias)
+
+    def make_head(self, cfg: Seq2SeqConfig, dtype: ir.DataType) -> Linear | None:
+        """The LM head under `head_name` (None: `logits` reads a token table, the shared one)."""
+        if cfg.tie_word_embeddings:
+            return None
+        return Linear(cfg.d_model, cfg.vocab_size, False, dtype, head=True)
 
     def part(self, which: str) -> Seq2SeqModel:
         """A fresh module for one graph: "encoder" or "decoder"."""
