@@ -18,7 +18,9 @@ SOURCE_MASK = np.array([[1] * SOURCE, [1] * 5 + [0] * (SOURCE - 5)])
 
 def make_seq2seq(case_id: str, case: Seq2SeqCase, folder: Path):
     """A random `case.model_class` model for `case`, saved to `folder` (weights and buffers
-    such as final_logits_bias noised, so biases and norms are not trivial)."""
+    such as final_logits_bias noised, so biases and norms are not trivial) and loaded back from
+    it: what the checkpoint leaves out (Marian's and M2M-100's sinusoid tables) transformers
+    computes again, as it does for a real checkpoint."""
     config = transformers.AutoConfig.for_model(**case.config)
     for key, value in case.overrides.items():
         setattr(config, key, value)
@@ -29,9 +31,11 @@ def make_seq2seq(case_id: str, case: Seq2SeqCase, folder: Path):
         for tensor in [*model.parameters(), *model.buffers()]:
             if tensor.is_floating_point():
                 tensor.add_(torch.randn_like(tensor) * 0.05)
-    model.eval()
     model.save_pretrained(folder)
-    return model
+    loaded = getattr(transformers, case.model_class).from_pretrained(
+        folder, attn_implementation="eager"
+    )
+    return loaded.eval()
 
 
 def text_inputs(config: dict) -> dict[str, np.ndarray]:
