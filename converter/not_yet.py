@@ -200,7 +200,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "marian": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "marian": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "mbart": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "megatron-bert": ("encoder", ENCODER_LM_HEAD),
     "minimax": (

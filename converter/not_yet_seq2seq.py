@@ -94,13 +94,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
             "1 that skip pad tokens, and scaled embeddings"
         ),
     ),
-    "marian": (
-        "seq2seq",
-        BART_LIKE.format(
-            "post-norm layers, sinusoidal positions (sin and cos halves), scaled embeddings, "
-            "no layernorm_embedding and possibly a separate decoder vocabulary"
-        ),
-    ),
     "moonshine": (
         "speech",
         "a speech encoder-decoder over raw audio (a conv stem with group norm, rotary "

@@ -14,6 +14,7 @@ from tests.parity.seq2seq_cases import CASES
 
 REFUSED = [
     ("mvp", {"use_prompt": True}, "use_prompt"),
+    ("marian", {"decoder_vocab_size": 100}, "decoder_vocab_size"),  # one shared table
 ]
 
 
