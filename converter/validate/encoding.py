@@ -28,6 +28,7 @@ def probe(package: Path, provider: str, reference, report: ValidationReport, ste
     """Run every graph of `package` and `reference` (anything with `outputs(role, feeds)`) on
     the same inputs, recording the worst figures over all outputs in `report`."""
     config = _config(package)
+    renamed = reference_names(config)
     found: list[Metrics] = []
     logits: list[float] = []
     for component in json.loads((package / MANIFEST).read_text())["components"]:
@@ -40,7 +41,7 @@ def probe(package: Path, provider: str, reference, report: ValidationReport, ste
         expected = reference.outputs(component["role"], feeds)
         mask = feeds.get("attention_mask")
         for name, value in actual.items():
-            metrics = _compare(expected[name], value, mask)
+            metrics = _compare(expected[renamed.get(name, name)], value, mask)
             found.append(metrics)
             if "logits" in name:
                 logits.append(metrics.top1_agreement)
@@ -98,6 +99,15 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
     return feeds
 
 
+def reference_names(config: dict) -> dict[str, str]:
+    """The graph outputs transformers names otherwise, as the family declares them (PP-LCNet
+    returns its logits as last_hidden_state)."""
+    from converter.registry import families
+
+    family = families().get(config.get("model_type"))
+    return getattr(family.model_class, "reference_names", {}) if family else {}
+
+
 def _names(session) -> set[str]:
     return {i.name for i in session.get_inputs()}
 
@@ -138,6 +148,8 @@ def _compare(expected: np.ndarray, actual: np.ndarray, mask: np.ndarray | None) 
         expected, actual = expected * mask, actual * mask
     if actual.ndim == 1:
         expected, actual = expected[None], actual[None]
+    if actual.ndim == 4:  # maps [batch, channels, height, width]: each image's as one vector
+        expected, actual = expected.reshape(len(expected), -1), actual.reshape(len(actual), -1)
     return compare(expected, actual)
 
 
