@@ -229,7 +229,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "pegasus": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "phi4_multimodal": ("speech", "a speech or audio model: issue 13"),
     "plbart": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "prophetnet": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),

@@ -121,13 +121,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "not built",
     ),
     "omniasr": ("speech", AUDIO_LM.format("a Llama-style LM behind a wav2vec2-style encoder")),
-    "pegasus": (
-        "seq2seq",
-        BART_LIKE.format(
-            "pre-norm layers, final layer norms, sinusoidal positions (sin and cos halves), "
-            "scaled embeddings and no layernorm_embedding"
-        ),
-    ),
     "pegasus_x": (
         "seq2seq",
         "Pegasus-X's encoder runs block-local attention with staggered blocks and global "

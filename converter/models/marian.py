@@ -58,7 +58,25 @@ class SinusoidalBody(Seq2SeqBody):
                 stack.embed_positions = LearnedPositions(cfg.max_positions, cfg.d_model, dtype)
 
 
-class MarianEncoder(SinusoidalStack, Seq2SeqEncoder):
+class SinusoidalEncoder(SinusoidalStack, Seq2SeqEncoder):
+    pass
+
+
+class SinusoidalDecoder(SinusoidalStack, Seq2SeqDecoder):
+    pass
+
+
+class SinusoidalModel(Seq2SeqModel):
+    """The generic encoder-decoder on Marian's sinusoidal positions (Marian, Pegasus)."""
+
+    body_cls = SinusoidalBody
+    encoder_cls = SinusoidalEncoder
+    decoder_cls = SinusoidalDecoder
+
+
+class MarianEncoder(SinusoidalEncoder):
+    """Its own table of the encoder's vocabulary when the stacks do not share one."""
+
     def __init__(self, cfg: Seq2SeqConfig, dtype: ir.DataType, layers: int):
         super().__init__(cfg, dtype, layers)
         source = cfg.extra.get("source_vocab_size", cfg.vocab_size)
@@ -66,16 +84,10 @@ class MarianEncoder(SinusoidalStack, Seq2SeqEncoder):
             self.embed_tokens = Embedding(source, cfg.d_model, dtype, self.embed_tokens.scale)
 
 
-class MarianDecoder(SinusoidalStack, Seq2SeqDecoder):
-    pass
-
-
-class MarianModel(Seq2SeqModel):
+class MarianModel(SinusoidalModel):
     """With tables per stack (not shared), the tied head is the decoder's table."""
 
-    body_cls = SinusoidalBody
     encoder_cls = MarianEncoder
-    decoder_cls = MarianDecoder
 
     def make_head(self, cfg: Seq2SeqConfig, dtype: ir.DataType):
         return None if cfg.extra.get("head_is_decoder_table") else super().make_head(cfg, dtype)
