@@ -45,13 +45,19 @@ def text_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": SOURCE_MASK}
 
 
+def left_padded_text_inputs(config: dict) -> dict[str, np.ndarray]:
+    """The two sentences padded on the left: positions counted over the real tokens only
+    (M2M-100's, FSMT's) start after the padding."""
+    return {name: value[:, ::-1].copy() for name, value in text_inputs(config).items()}
+
+
 # the encoder's inputs by modality; speech families add theirs (input_features, ...)
-INPUTS = {"text": text_inputs}
+INPUTS = {"text": text_inputs, "text-left-padded": left_padded_text_inputs}
 
 
 def kept_positions(case: Seq2SeqCase, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
     """[batch, encoder positions] 1 where the encoder output is compared (None: all)."""
-    return feeds.get("attention_mask") if case.inputs == "text" else None
+    return feeds.get("attention_mask") if case.inputs.startswith("text") else None
 
 
 def decoder_ids(model) -> np.ndarray:
