@@ -87,13 +87,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "seq2seq",
         T5_LAYOUT.format("plus local or transient-global encoder attention over blocks"),
     ),
-    "m2m_100": (
-        "seq2seq",
-        BART_LIKE.format(
-            "pre-norm layers, final layer norms, sinusoidal positions offset by padding_idx + "
-            "1 that skip pad tokens, and scaled embeddings"
-        ),
-    ),
     "moonshine": (
         "speech",
         "a speech encoder-decoder over raw audio (a conv stem with group norm, rotary "
