@@ -40,7 +40,8 @@ def make_seq2seq(case_id: str, case: Seq2SeqCase, folder: Path):
 
 def text_inputs(config: dict) -> dict[str, np.ndarray]:
     """Two source sentences, the second padded with the pad token after 5 tokens."""
-    ids = RNG.integers(3, config["vocab_size"], size=(BATCH, SOURCE))
+    vocab = config.get("src_vocab_size", config.get("vocab_size"))  # FSMT names the source's
+    ids = RNG.integers(3, vocab, size=(BATCH, SOURCE))
     ids = np.where(SOURCE_MASK == 1, ids, config.get("pad_token_id", 0))
     return {"input_ids": ids, "attention_mask": SOURCE_MASK}
 
@@ -78,5 +79,7 @@ def reference(model, feeds: dict[str, np.ndarray], ids: np.ndarray):
     tensors = {name: torch.from_numpy(value) for name, value in feeds.items()}
     with torch.no_grad():
         encoded = model.get_encoder()(**tensors).last_hidden_state
-        logits = model(**tensors, decoder_input_ids=torch.from_numpy(ids)).logits
+        # without a cache: FSMT's decoder masks nothing causally when it builds one
+        decoder_ids = torch.from_numpy(ids)
+        logits = model(**tensors, decoder_input_ids=decoder_ids, use_cache=False).logits
     return encoded.numpy(), logits.numpy()
