@@ -52,12 +52,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "cross-attention (encoder and decoder configs nested in one file): composed pairs are "
         "not built yet",
     ),
-    "fsmt": (
-        "seq2seq",
-        "FairSeq's MT layout: separate source and target vocabularies (src_vocab_size, "
-        "tgt_vocab_size), sinusoidal positions offset by padding_idx + 1, its own tensor names "
-        "(encoder.embed_tokens, decoder.output_projection): not built yet",
-    ),
     "fun_asr_nano": (
         "speech",
         AUDIO_LM.format("a Qwen-style LM behind an FSMN-memory (SAN-M) audio encoder"),

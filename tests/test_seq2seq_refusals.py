@@ -15,6 +15,7 @@ from tests.parity.seq2seq_cases import CASES
 REFUSED = [
     ("mvp", {"use_prompt": True}, "use_prompt"),
     ("marian", {"decoder_vocab_size": 100}, "decoder_vocab_size"),  # one shared table
+    ("fsmt", {"tie_word_embeddings": True}, "tie_word_embeddings"),
 ]
 
 

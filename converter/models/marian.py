@@ -74,14 +74,19 @@ class SinusoidalModel(Seq2SeqModel):
     decoder_cls = SinusoidalDecoder
 
 
-class MarianEncoder(SinusoidalEncoder):
-    """Its own table of the encoder's vocabulary when the stacks do not share one."""
+class SourceTable:
+    """An encoder stack with its own table of the source vocabulary (extra source_vocab_size)
+    when that differs from the decoder's (Marian's unshared tables, FSMT)."""
 
     def __init__(self, cfg: Seq2SeqConfig, dtype: ir.DataType, layers: int):
         super().__init__(cfg, dtype, layers)
         source = cfg.extra.get("source_vocab_size", cfg.vocab_size)
         if self.embed_tokens is not None and source != cfg.vocab_size:
             self.embed_tokens = Embedding(source, cfg.d_model, dtype, self.embed_tokens.scale)
+
+
+class MarianEncoder(SourceTable, SinusoidalEncoder):
+    pass
 
 
 class MarianModel(SinusoidalModel):
