@@ -15,7 +15,6 @@ from transformers.pytorch_utils import Conv1D
 from converter.quantize import quantize_q4
 from converter.quantize_int8 import quantize_q8
 
-
 # LM heads that transformers' get_output_embeddings does not return (FSMT's returns the
 # decoder's token table; its logits come from the decoder's output_projection)
 HEADS = ("model.decoder.output_projection",)
