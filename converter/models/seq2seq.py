@@ -173,9 +173,13 @@ class Seq2SeqStack(Steps):
         self.embed_tokens = None if tied else Embedding(cfg.vocab_size, cfg.d_model, dtype, scale)
         self.embed_positions = self.make_positions(cfg, dtype)
         self.layernorm_embedding = seq2seq_norm(cfg, dtype) if cfg.embedding_norm else None
-        self.layers = nn.ModuleList([self.layer_cls(cfg, dtype) for _ in range(layers)])
+        self.layers = nn.ModuleList([self.make_layer(cfg, dtype, i) for i in range(layers)])
         self.layer_norm = seq2seq_norm(cfg, dtype) if cfg.pre_norm else None
         self.cfg = cfg
+
+    def make_layer(self, cfg: Seq2SeqConfig, dtype: ir.DataType, index: int) -> nn.Module:
+        """Layer `index` of the stack (families whose layers differ by depth override it)."""
+        return self.layer_cls(cfg, dtype)
 
     def make_positions(self, cfg: Seq2SeqConfig, dtype: ir.DataType) -> nn.Module | None:
         if cfg.position_kind == "learned":
