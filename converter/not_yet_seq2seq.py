@@ -110,11 +110,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "picks; the routed experts cannot be parity-verified against that reference",
     ),
     "omniasr": ("speech", AUDIO_LM.format("a Llama-style LM behind a wav2vec2-style encoder")),
-    "pegasus_x": (
-        "seq2seq",
-        "Pegasus-X's encoder runs block-local attention with staggered blocks and global "
-        "tokens: that pattern is not built",
-    ),
     "pop2piano": (
         "speech",
         "T5's layout over a mel spectrogram input concatenated with a composer embedding; "

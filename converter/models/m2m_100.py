@@ -20,13 +20,18 @@ from converter.models.seq2seq import Seq2SeqDecoder, Seq2SeqEncoder, Seq2SeqMode
 from converter.registry import Family
 
 
+def fairseq_frequencies(d_model: int) -> np.ndarray:
+    """exp(-i ln(10000) / (d_model/2 - 1)), i < d_model / 2: tensor2tensor's sinusoids, which
+    fairseq (and Pegasus-X) lay out as [sin | cos]."""
+    half = d_model // 2
+    if d_model % 2 or half < 2:
+        raise ConfigError(f"'d_model' = {d_model}: fairseq's sinusoids need an even width > 2")
+    return np.exp(np.arange(half, dtype=np.float32) * -(math.log(10000) / (half - 1)))
+
+
 def fairseq_positions(cfg: Seq2SeqConfig, dtype: ir.DataType) -> SinusoidalPositions:
-    """fairseq's sinusoids (tensor2tensor's frequencies), the padding_idx row zeroed."""
-    half = cfg.d_model // 2
-    if cfg.d_model % 2 or half < 2:
-        raise ConfigError(f"'d_model' = {cfg.d_model}: fairseq's sinusoids need an even width > 2")
-    frequencies = np.exp(np.arange(half, dtype=np.float32) * -(math.log(10000) / (half - 1)))
-    return SinusoidalPositions(frequencies, dtype, zero_at=cfg.pad_token_id)
+    """fairseq's sinusoids, the padding_idx row zeroed."""
+    return SinusoidalPositions(fairseq_frequencies(cfg.d_model), dtype, zero_at=cfg.pad_token_id)
 
 
 def real_tokens(op, input_ids, pad: int):
