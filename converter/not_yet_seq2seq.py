@@ -71,12 +71,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "cache between calls) and text, not an encoder-decoder: its audio codec and cache are "
         "not built",
     ),
-    "led": (
-        "seq2seq",
-        "Longformer's encoder-decoder: local windowed attention with global tokens in the "
-        "encoder (sequences padded to a multiple of the window): the windowed global pattern "
-        "is not built",
-    ),
     "longt5": (
         "seq2seq",
         T5_LAYOUT.format("plus local or transient-global encoder attention over blocks"),

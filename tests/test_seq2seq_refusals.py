@@ -17,6 +17,8 @@ REFUSED = [
     ("marian", {"decoder_vocab_size": 100}, "decoder_vocab_size"),  # one shared table
     ("fsmt", {"tie_word_embeddings": True}, "tie_word_embeddings"),
     ("pegasus_x", {"block_size": 5}, "block_size"),  # staggered by half a block
+    ("led", {"attention_window": [4, 8]}, "attention_window"),  # one window per layer
+    ("led", {"attention_window": 5}, "attention_window"),
 ]
 
 
