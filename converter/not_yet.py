@@ -50,7 +50,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "bert": ("encoder", ENCODER_LM_HEAD),
     "bert-generation": ("encoder", ENCODER_LM_HEAD),
     "big_bird": ("encoder", ENCODER_LM_HEAD),
-    "bigbird_pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "bigbird_pegasus": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "blenderbot": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "blenderbot-small": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "blt": (

@@ -22,12 +22,6 @@ T5_LAYOUT = (
 
 SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
     "audioflamingo3": ("speech", AUDIO_LM.format("Qwen2 behind a Whisper-style encoder")),
-    "bigbird_pegasus": (
-        "seq2seq",
-        "Pegasus' layout whose encoder runs BigBird block-sparse attention (a sliding window, "
-        "global and random blocks, switching to full attention below a length): that "
-        "length-dependent pattern is not built, and full attention would differ on long inputs",
-    ),
     "canary": (
         "speech",
         "a Parakeet FastConformer encoder (convolution modules, relative-position attention, "

@@ -19,6 +19,7 @@ REFUSED = [
     ("pegasus_x", {"block_size": 5}, "block_size"),  # staggered by half a block
     ("led", {"attention_window": [4, 8]}, "attention_window"),  # one window per layer
     ("led", {"attention_window": 5}, "attention_window"),
+    ("bigbird_pegasus", {"attention_type": "sparse"}, "attention_type"),
 ]
 
 
