@@ -105,8 +105,10 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "prophetnet": (
         "seq2seq",
-        "n-stream self-attention in the decoder (a main stream and ngram predicting streams "
-        "with relative position buckets per stream): not built",
+        "n-stream self-attention in the decoder: the logits come from the first of `ngram` "
+        "predicting streams, which attend to the cached main stream and to themselves, and "
+        "every stream's relative-position bias is read per query from a projection of its "
+        "hidden state (buckets x heads); that decoder is not built",
     ),
     "qwen2_audio": ("speech", AUDIO_LM.format("Qwen2 behind a Whisper encoder")),
     "qwen3_asr": ("speech", AUDIO_LM.format("Qwen3 behind a sinusoidal audio encoder")),
