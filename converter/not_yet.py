@@ -50,9 +50,9 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "bert": ("encoder", ENCODER_LM_HEAD),
     "bert-generation": ("encoder", ENCODER_LM_HEAD),
     "big_bird": ("encoder", ENCODER_LM_HEAD),
-    "bigbird_pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "blenderbot": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
-    "blenderbot-small": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "bigbird_pegasus": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
+    "blenderbot": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
+    "blenderbot-small": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "blt": (
         "dense",
         "Byte Latent Transformer: an entropy model cuts the bytes into patches at run time, "
@@ -200,7 +200,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "marian": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "marian": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "mbart": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "megatron-bert": ("encoder", ENCODER_LM_HEAD),
     "minimax": (
@@ -220,7 +220,7 @@ NOT_YET: dict[str, tuple[str, str]] = {
     "moss_transcribe_diarize": ("speech", "a speech or audio model: issue 13"),
     "musicgen": ("speech", "a speech or audio model: issue 13"),
     "musicgen_melody": ("speech", "a speech or audio model: issue 13"),
-    "mvp": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "mvp": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "nemotron_h": (
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
@@ -229,9 +229,9 @@ NOT_YET: dict[str, tuple[str, str]] = {
         "ssm",
         "state-space, recurrent or linear-attention layers: a cache of another kind, not yet",
     ),
-    "pegasus": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "pegasus": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "phi4_multimodal": ("speech", "a speech or audio model: issue 13"),
-    "plbart": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
+    "plbart": ("seq2seq", SEQ2SEQ_DECODER_ALONE),
     "prophetnet": ("seq2seq", "the decoder half of an encoder-decoder model: issue 13"),
     "qwen3_5": ("vlm", "a vision-language model: issue 14"),
     "qwen3_5_moe": ("vlm", "a vision-language model: issue 14"),

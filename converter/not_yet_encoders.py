@@ -134,11 +134,7 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (MraForMaskedLM): its blocks are not built yet",
     ),
-    "mvp": (
-        "seq2seq",
-        "MvpForConditionalGeneration is the encoder-decoder's masked-LM head: encoder-"
-        "decoders are issue 13",
-    ),
+    "mvp": ("seq2seq", SEQ2SEQ_MASKED_LM.format("Mvp")),
     "neomme": (
         "encoder",
         "a text encoder (NeoMMEForMaskedLM): its blocks are not built yet",

@@ -11,33 +11,8 @@ AUDIO_LM = (
     "projected into the token sequence of a decoder-only LM ({}), which needs an audio-LLM "
     "layout (audio encoder + embedding + decoder graphs) that is not built yet"
 )
-BART_LIKE = (
-    "BART's encoder-decoder layout with {}: a switch of the generic encoder-decoder "
-    "(converter/models/seq2seq.py) not registered yet"
-)
-
 SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
     "audioflamingo3": ("speech", AUDIO_LM.format("Qwen2 behind a Whisper-style encoder")),
-    "bigbird_pegasus": (
-        "seq2seq",
-        "Pegasus' layout whose encoder runs BigBird block-sparse attention (a sliding window, "
-        "global and random blocks, switching to full attention below a length): that "
-        "length-dependent pattern is not built, and full attention would differ on long inputs",
-    ),
-    "blenderbot": (
-        "seq2seq",
-        BART_LIKE.format(
-            "pre-norm layers, a final layer_norm per stack, learned positions without BART's "
-            "+2 offset and no layernorm_embedding"
-        ),
-    ),
-    "blenderbot-small": (
-        "seq2seq",
-        BART_LIKE.format(
-            "post-norm layers, learned positions without the +2 offset and, in the decoder, "
-            "layernorm_embedding applied to the token embeddings before the positions are added"
-        ),
-    ),
     "canary": (
         "speech",
         "a Parakeet FastConformer encoder (convolution modules, relative-position attention, "
@@ -62,12 +37,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "cross-attention (encoder and decoder configs nested in one file): composed pairs are "
         "not built yet",
     ),
-    "fsmt": (
-        "seq2seq",
-        "FairSeq's MT layout: separate source and target vocabularies (src_vocab_size, "
-        "tgt_vocab_size), sinusoidal positions offset by padding_idx + 1, its own tensor names "
-        "(encoder.embed_tokens, decoder.output_projection): not built yet",
-    ),
     "fun_asr_nano": (
         "speech",
         AUDIO_LM.format("a Qwen-style LM behind an FSMN-memory (SAN-M) audio encoder"),
@@ -87,26 +56,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "cache between calls) and text, not an encoder-decoder: its audio codec and cache are "
         "not built",
     ),
-    "led": (
-        "seq2seq",
-        "Longformer's encoder-decoder: local windowed attention with global tokens in the "
-        "encoder (sequences padded to a multiple of the window): the windowed global pattern "
-        "is not built",
-    ),
-    "m2m_100": (
-        "seq2seq",
-        BART_LIKE.format(
-            "pre-norm layers, final layer norms, sinusoidal positions offset by padding_idx + "
-            "1 that skip pad tokens, and scaled embeddings"
-        ),
-    ),
-    "marian": (
-        "seq2seq",
-        BART_LIKE.format(
-            "post-norm layers, sinusoidal positions (sin and cos halves), scaled embeddings, "
-            "no layernorm_embedding and possibly a separate decoder vocabulary"
-        ),
-    ),
     "moonshine": (
         "speech",
         "a speech encoder-decoder over raw audio (a conv stem with group norm, rotary "
@@ -122,40 +71,19 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         AUDIO_LM.format("a Qwen-style LM behind a Whisper-style encoder"),
     ),
     "musicflamingo": ("speech", AUDIO_LM.format("Qwen2 behind a rotary audio encoder")),
-    "mvp": (
-        "seq2seq",
-        BART_LIKE.format(
-            "optional prompt modules (per-layer key/value prefixes from a prompt encoder) when "
-            "use_prompt is set"
-        ),
-    ),
     "nemo_speechlm": (
         "speech",
         AUDIO_LM.format("a Nemotron LM behind a FastConformer audio encoder"),
     ),
     "nllb-moe": (
         "seq2seq",
-        "M2M-100's layout with sparse mixture-of-experts feed-forward layers (top-2 routing "
-        "every expert_sparse_step layers, capacity limits): experts in encoder-decoders are "
-        "not built",
+        "M2M-100's layout with top-2 mixture-of-experts feed-forward layers (non-gated ReLU "
+        "experts with biases, every sparse_step-th layer), which transformers 5.24 runs wrongly: "
+        "NllbMoeExperts one-hot-encodes the router's 0/1 top-1 mask as expert ids, so only "
+        "expert_0 (at the second gate) and expert_1 (at the first) ever run, whatever the router "
+        "picks; the routed experts cannot be parity-verified against that reference",
     ),
     "omniasr": ("speech", AUDIO_LM.format("a Llama-style LM behind a wav2vec2-style encoder")),
-    "pegasus": (
-        "seq2seq",
-        BART_LIKE.format(
-            "pre-norm layers, final layer norms, sinusoidal positions (sin and cos halves), "
-            "scaled embeddings and no layernorm_embedding"
-        ),
-    ),
-    "pegasus_x": (
-        "seq2seq",
-        "Pegasus-X's encoder runs block-local attention with staggered blocks and global "
-        "tokens: that pattern is not built",
-    ),
-    "plbart": (
-        "seq2seq",
-        BART_LIKE.format("scaled embeddings (otherwise BART's post-norm learned-position layers)"),
-    ),
     "pop2piano": (
         "speech",
         "T5's layout over a mel spectrogram input concatenated with a composer embedding; "
@@ -163,8 +91,10 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "prophetnet": (
         "seq2seq",
-        "n-stream self-attention in the decoder (a main stream and ngram predicting streams "
-        "with relative position buckets per stream): not built",
+        "n-stream self-attention in the decoder: the logits come from the first of `ngram` "
+        "predicting streams, which attend to the cached main stream and to themselves, and "
+        "every stream's relative-position bias is read per query from a projection of its "
+        "hidden state (buckets x heads); that decoder is not built",
     ),
     "qwen2_audio": ("speech", AUDIO_LM.format("Qwen2 behind a Whisper encoder")),
     "qwen3_asr": ("speech", AUDIO_LM.format("Qwen3 behind a sinusoidal audio encoder")),

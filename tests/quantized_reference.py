@@ -15,6 +15,10 @@ from transformers.pytorch_utils import Conv1D
 from converter.quantize import quantize_q4
 from converter.quantize_int8 import quantize_q8
 
+# LM heads that transformers' get_output_embeddings does not return (FSMT's returns the
+# decoder's token table; its logits come from the decoder's output_projection)
+HEADS = ("model.decoder.output_projection",)
+
 
 def dequantized_copy(model, block_size: int = 32, symmetric: bool = True, tables: bool = False):
     """Every Linear and Conv1D weight; with `tables` also the token embedding and the LM head
@@ -43,7 +47,7 @@ def _replaced(model, dequantized, tables: bool):
         for name, module in copied.named_modules():
             if name.endswith(("kv_b_proj", "router.classifier")):  # (Switch's router stays float)
                 continue
-            if module in tables_of:
+            if module in tables_of or name in HEADS:
                 quantized = tables
             else:
                 quantized = isinstance(module, torch.nn.Linear | Conv1D)

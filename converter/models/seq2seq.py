@@ -173,9 +173,13 @@ class Seq2SeqStack(Steps):
         self.embed_tokens = None if tied else Embedding(cfg.vocab_size, cfg.d_model, dtype, scale)
         self.embed_positions = self.make_positions(cfg, dtype)
         self.layernorm_embedding = seq2seq_norm(cfg, dtype) if cfg.embedding_norm else None
-        self.layers = nn.ModuleList([self.layer_cls(cfg, dtype) for _ in range(layers)])
+        self.layers = nn.ModuleList([self.make_layer(cfg, dtype, i) for i in range(layers)])
         self.layer_norm = seq2seq_norm(cfg, dtype) if cfg.pre_norm else None
         self.cfg = cfg
+
+    def make_layer(self, cfg: Seq2SeqConfig, dtype: ir.DataType, index: int) -> nn.Module:
+        """Layer `index` of the stack (families whose layers differ by depth override it)."""
+        return self.layer_cls(cfg, dtype)
 
     def make_positions(self, cfg: Seq2SeqConfig, dtype: ir.DataType) -> nn.Module | None:
         if cfg.position_kind == "learned":
@@ -199,16 +203,21 @@ class Seq2SeqStack(Steps):
         return {"skip_norms": norms}
 
     def embed(self, op, input_ids, tokens, start=None):
-        """`tokens` (the shared table's rows; None: this stack's own table's) plus positions
-        start, start + 1, ... (0 when `start` is None), then layernorm_embedding."""
+        """`tokens` (the shared table's rows; None: this stack's own table's) plus the
+        positions' rows, then layernorm_embedding."""
         x = self.embed_tokens(op, input_ids) if tokens is None else tokens
         if self.embed_positions is not None:
-            length = op.Shape(input_ids, start=1, end=2)
-            end = length if start is None else op.Add(start, length)
-            first = 0 if start is None else op.Squeeze(start, [0])
-            positions = op.Unsqueeze(op.Range(first, op.Squeeze(end, [0]), 1), [0])
-            x = op.Add(x, self.embed_positions(op, positions))
+            x = op.Add(x, self.embed_positions(op, self.position_ids(op, input_ids, start)))
         return x if self.layernorm_embedding is None else self.layernorm_embedding(op, x)
+
+    def position_ids(self, op, input_ids, start=None):
+        """[1, sequence]: start, start + 1, ... (0 when `start` is None, the past length
+        [1] otherwise); families that count positions otherwise (M2M-100's skip padding)
+        override it."""
+        length = op.Shape(input_ids, start=1, end=2)
+        end = length if start is None else op.Add(start, length)
+        first = 0 if start is None else op.Squeeze(start, [0])
+        return op.Unsqueeze(op.Range(first, op.Squeeze(end, [0]), 1), [0])
 
     def finish(self, op, x):
         return x if self.layer_norm is None else self.layer_norm(op, x)
@@ -303,12 +312,16 @@ class Seq2SeqModel(Steps):
         self.cfg, self.dtype, self.ep, self.task, self.tensors = cfg, dtype, ep, task, tensors
         setattr(self, self.body_name, self.body_cls(self, cfg, dtype, part))
         decoding = part in ("decoder", "both")
-        tied = cfg.tie_word_embeddings
-        head = Linear(cfg.d_model, cfg.vocab_size, False, dtype, head=True)
-        setattr(self, self.head_name, head if decoding and not tied else None)
+        setattr(self, self.head_name, self.make_head(cfg, dtype) if decoding else None)
         with_bias = decoding and self.bias_name in tensors
         bias = nn.Parameter([1, cfg.vocab_size], dtype) if with_bias else None
         setattr(self, self.bias_name, bias)
+
+    def make_head(self, cfg: Seq2SeqConfig, dtype: ir.DataType) -> Linear | None:
+        """The LM head under `head_name` (None: `logits` reads a token table, the shared one)."""
+        if cfg.tie_word_embeddings:
+            return None
+        return Linear(cfg.d_model, cfg.vocab_size, False, dtype, head=True)
 
     def part(self, which: str) -> Seq2SeqModel:
         """A fresh module for one graph: "encoder" or "decoder"."""

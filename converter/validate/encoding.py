@@ -61,7 +61,9 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
     grid shapes."""
     rng = np.random.default_rng(0)
     text = config.get("text_config") or config
-    vocab, pad = text.get("vocab_size", 100), text.get("pad_token_id") or 0
+    # FSMT names its source (encoder) vocabulary src_vocab_size
+    vocab = text.get("src_vocab_size") or text.get("vocab_size", 100)
+    pad = text.get("pad_token_id") or 0
     feeds = {}
     for item in session.get_inputs():
         dtype = ORT_NUMPY[item.type]

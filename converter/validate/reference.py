@@ -162,7 +162,9 @@ class TransformersSeq2Seq:
         torch = self.torch
         tensors = {k: torch.from_numpy(v) for k, v in feeds.items()}
         with torch.no_grad():
-            out = self.model(**tensors, decoder_input_ids=torch.from_numpy(ids))
+            # without a cache: FSMT's decoder masks nothing causally when it builds one
+            ids = torch.from_numpy(ids)
+            out = self.model(**tensors, decoder_input_ids=ids, use_cache=False)
         return out.logits.float().numpy()
 
     def run(self, feeds: dict[str, np.ndarray], ids: np.ndarray, first: int) -> list[np.ndarray]:

@@ -18,7 +18,9 @@ SOURCE_MASK = np.array([[1] * SOURCE, [1] * 5 + [0] * (SOURCE - 5)])
 
 def make_seq2seq(case_id: str, case: Seq2SeqCase, folder: Path):
     """A random `case.model_class` model for `case`, saved to `folder` (weights and buffers
-    such as final_logits_bias noised, so biases and norms are not trivial)."""
+    such as final_logits_bias noised, so biases and norms are not trivial) and loaded back from
+    it: what the checkpoint leaves out (Marian's and M2M-100's sinusoid tables) transformers
+    computes again, as it does for a real checkpoint."""
     config = transformers.AutoConfig.for_model(**case.config)
     for key, value in case.overrides.items():
         setattr(config, key, value)
@@ -29,25 +31,34 @@ def make_seq2seq(case_id: str, case: Seq2SeqCase, folder: Path):
         for tensor in [*model.parameters(), *model.buffers()]:
             if tensor.is_floating_point():
                 tensor.add_(torch.randn_like(tensor) * 0.05)
-    model.eval()
     model.save_pretrained(folder)
-    return model
+    loaded = getattr(transformers, case.model_class).from_pretrained(
+        folder, attn_implementation="eager"
+    )
+    return loaded.eval()
 
 
 def text_inputs(config: dict) -> dict[str, np.ndarray]:
     """Two source sentences, the second padded with the pad token after 5 tokens."""
-    ids = RNG.integers(3, config["vocab_size"], size=(BATCH, SOURCE))
+    vocab = config.get("src_vocab_size", config.get("vocab_size"))  # FSMT names the source's
+    ids = RNG.integers(3, vocab, size=(BATCH, SOURCE))
     ids = np.where(SOURCE_MASK == 1, ids, config.get("pad_token_id", 0))
     return {"input_ids": ids, "attention_mask": SOURCE_MASK}
 
 
+def left_padded_text_inputs(config: dict) -> dict[str, np.ndarray]:
+    """The two sentences padded on the left: positions counted over the real tokens only
+    (M2M-100's, FSMT's) start after the padding."""
+    return {name: value[:, ::-1].copy() for name, value in text_inputs(config).items()}
+
+
 # the encoder's inputs by modality; speech families add theirs (input_features, ...)
-INPUTS = {"text": text_inputs}
+INPUTS = {"text": text_inputs, "text-left-padded": left_padded_text_inputs}
 
 
 def kept_positions(case: Seq2SeqCase, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
     """[batch, encoder positions] 1 where the encoder output is compared (None: all)."""
-    return feeds.get("attention_mask") if case.inputs == "text" else None
+    return feeds.get("attention_mask") if case.inputs.startswith("text") else None
 
 
 def decoder_ids(model) -> np.ndarray:
@@ -68,5 +79,7 @@ def reference(model, feeds: dict[str, np.ndarray], ids: np.ndarray):
     tensors = {name: torch.from_numpy(value) for name, value in feeds.items()}
     with torch.no_grad():
         encoded = model.get_encoder()(**tensors).last_hidden_state
-        logits = model(**tensors, decoder_input_ids=torch.from_numpy(ids)).logits
+        # without a cache: FSMT's decoder masks nothing causally when it builds one
+        decoder_ids = torch.from_numpy(ids)
+        logits = model(**tensors, decoder_input_ids=decoder_ids, use_cache=False).logits
     return encoded.numpy(), logits.numpy()
