@@ -234,9 +234,4 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "speech",
         AUDIO_LM.format("a Mistral LM behind a causal-conv streaming encoder with conv caches"),
     ),
-    "whisper": (
-        "speech",
-        "a speech encoder-decoder over log-mel features (two Conv1d, sinusoidal encoder "
-        "positions, pre-norm layers, learned decoder positions): not registered yet",
-    ),
 }

@@ -7,7 +7,8 @@ seq2seq models load them (other dtypes beside them: `encoder_model_fp16.onnx`, .
     outputs: last_hidden_state [batch_size, encoder_sequence_length, d_model]
   onnx/decoder_model_merged.onnx
     inputs:  input_ids [batch_size, decoder_sequence_length] int64
-             encoder_attention_mask [batch_size, encoder_sequence_length] int64
+             encoder_attention_mask [batch_size, encoder_sequence_length] int64 (unless the
+                 model's `masks_encoder` is False: Whisper's encoder output has no padding)
              encoder_hidden_states [batch_size, encoder_sequence_length, d_model]
              past_key_values.{i}.decoder.key / .value
                  [batch_size, heads, past_decoder_sequence_length, head_dim]
@@ -74,7 +75,9 @@ class Seq2SeqTask:
         builder = GraphBuilder(graph)
         op, i64 = builder.op, ir.DataType.INT64
         input_ids = builder.input("input_ids", i64, [BATCH, DECODER_SEQUENCE])
-        encoder_mask = builder.input("encoder_attention_mask", i64, [BATCH, ENCODER_SEQUENCE])
+        encoder_mask = None  # speech encoders' outputs have no padding to mask (Whisper)
+        if getattr(model, "masks_encoder", True):
+            encoder_mask = builder.input("encoder_attention_mask", i64, [BATCH, ENCODER_SEQUENCE])
         encoder_hidden = builder.input(
             "encoder_hidden_states", dtype, [BATCH, ENCODER_SEQUENCE, cfg.d_model]
         )

@@ -41,8 +41,14 @@ def text_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": SOURCE_MASK}
 
 
+def log_mel_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Two random log-mel spectrograms of Whisper's fixed length (2 x max_source_positions)."""
+    shape = (BATCH, config["num_mel_bins"], 2 * config["max_source_positions"])
+    return {"input_features": RNG.standard_normal(shape).astype(np.float32)}
+
+
 # the encoder's inputs by modality; speech families add theirs (input_features, ...)
-INPUTS = {"text": text_inputs}
+INPUTS = {"text": text_inputs, "log-mel": log_mel_inputs}
 
 
 def kept_positions(case: Seq2SeqCase, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
