@@ -17,6 +17,7 @@ import transformers
 
 from converter import build
 from converter.tasks.genai_speech import FRAMES
+from model_cards.layout import hub_paths
 from tests.checkpoints import TINY_LLAMA
 
 SAMPLING_RATE = 16000
@@ -116,6 +117,22 @@ def test_genai_files_name_what_the_graphs_hold(package):
     audio = json.loads((package / "audio_processor_config.json").read_text())
     steps = [s["operation"]["type"] for s in audio["feature_extraction"]["sequence"]]
     assert steps == ["AudioDecoder", "STFTNorm", "LogMelSpectrum"]
+
+
+def test_hub_layout_keeps_genai_files_in_the_variant_folder(package):
+    """genai loads a folder: its graphs and files, with the tokenizer, in onnx/<ep>-f32/;
+    Optimum's and Transformers.js' graphs flat under onnx/ for the default EP, and the shared
+    files also at the root of an export repo (a PR leaves the source's own there)."""
+    manifest = json.loads((package / "mobius.json").read_text())
+    folder = f"onnx/{manifest['ep']}-f32"
+    optimum = "onnx/" if manifest["ep"] == "default" else f"{folder}/"
+    assert hub_paths(manifest, "decoder.onnx", "pr") == [f"{folder}/decoder.onnx"]
+    assert hub_paths(manifest, "genai_config.json", "repo") == [f"{folder}/genai_config.json"]
+    assert hub_paths(manifest, "tokenizer.json", "pr") == [f"{folder}/tokenizer.json"]
+    both = [f"{folder}/tokenizer.json", "tokenizer.json"]
+    assert hub_paths(manifest, "tokenizer.json", "repo") == both
+    graph = "onnx/encoder_model.onnx"
+    assert hub_paths(manifest, graph, "pr") == [f"{optimum}encoder_model.onnx"]
 
 
 def test_genai_greedy_from_log_mel_equals_transformers(package, checkpoint):
