@@ -29,13 +29,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "below that length it switches to full attention. That length-dependent pattern is not "
         "built, and a full-attention graph would differ on long inputs",
     ),
-    "bit": (
-        "vision",
-        "BiT's ResNet-v2 blocks are not built: weight-standardized Convs (each filter "
-        "normalized at run time; would fold into the weights at binding), GroupNorm with "
-        "the activation, pre-activation bottlenecks and TensorFlow 'SAME' dynamic padding "
-        "(DynamicPad2d, BitMaxPool2d)",
-    ),
     "blip": (
         "multimodal",
         "BlipModel, the zero-shot class, is deprecated by transformers and the Hub's BLIP"
@@ -66,24 +59,11 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "unfolding the sequence, and its feed-forward layers are grouped linears "
         "(num_groups)",
     ),
-    "cvt": (
-        "vision",
-        "CvT's blocks are not built: convolutional token embeddings per stage and q/k/v "
-        "projected by depthwise Conv + BatchNorm over the token map (strided for keys and "
-        "values), with a cls token joining only in the last stage",
-    ),
     "dinat": (
         "vision",
         "DiNAT's dilated neighborhood attention (each token attends to its k x k "
         "neighbours at a dilation, with a relative bias) is not built; transformers "
         "itself needs the natten kernels to run it",
-    ),
-    "efficientnet": (
-        "vision",
-        "EfficientNet's blocks are not built: width/depth multipliers (round_filters, "
-        "round_repeats), TensorFlow 'SAME' padding on strided depthwise Convs, MBConv "
-        "expansion with squeeze-and-excitation and swish, BatchNorm with its own "
-        "eps/momentum",
     ),
     "esmc": (
         "encoder",
@@ -96,12 +76,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "cos/sin matrices of the dynamic length), and it has no attention and ignores "
         "attention_mask, so the encoder kernels and their fused-kernel checks do not "
         "apply",
-    ),
-    "focalnet": (
-        "vision",
-        "FocalNet's focal modulation (hierarchical depthwise-Conv contexts gated per "
-        "level plus a global average context, multiplied into a query projection) is not "
-        "built; Swin-like stages otherwise",
     ),
     "funnel": (
         "encoder",
@@ -116,13 +90,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a mel-feature Conformer whose attention runs block-wise (context_size chunks) "
         "with Shaw relative positions, and subsampling blocks between layers: not built "
         "yet",
-    ),
-    "hgnet_v2": (
-        "vision",
-        "HGNetV2's blocks are not built: the two-branch stem (padded max pool with "
-        "ceil_mode beside a Conv pair, concatenated), HG blocks aggregating concatenated "
-        "light Conv outputs through squeeze/excitation Convs, learnable affine blocks "
-        "(scale and bias after each activation)",
     ),
     "hiera": (
         "vision",
@@ -142,13 +109,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a mel-feature Conformer: dense and conv subsampling, rotary attention, a "
         "convolution module and a Conv1d CTC head; not built yet",
     ),
-    "levit": (
-        "vision",
-        "LeViT's blocks are not built: Conv+BatchNorm stem with Hardswish, "
-        "Linear+BatchNorm1d layers, attention with learned per-head biases over an offset "
-        "index, subsampling attention between stages, and the distilled two-head "
-        "classifier",
-    ),
     "longformer": (
         "encoder",
         "a text encoder (LongformerForMaskedLM): its blocks are not built yet",
@@ -163,18 +123,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "inputs, and a words-only graph would leave the entity vocabulary and heads unread",
     ),
     "mbart": ("seq2seq", SEQ2SEQ_MASKED_LM.format("MBart")),
-    "mobilevit": (
-        "vision",
-        "MobileViT's blocks are not built: MobileNetV2 inverted residuals and MobileViT "
-        "layers that unfold the map into patches, run transformer layers across patches "
-        "at each pixel position, then fold back and fuse with a Conv",
-    ),
-    "mobilevitv2": (
-        "vision",
-        "MobileViTV2's blocks are not built: separable linear self-attention (a softmax "
-        "context vector over patches), GroupNorm, and the unfold/fold of the map into "
-        "patches (torch Unfold/Fold)",
-    ),
     "modernvbert": (
         "multimodal",
         "a vision-language masked LM: a SigLIP vision tower's patches, pixel-shuffled by "
@@ -216,24 +164,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a text encoder (PerceiverForMaskedLM, PerceiverForImageClassificationLearned): "
         "its blocks are not built yet",
     ),
-    "pp_lcnet": (
-        "vision",
-        "PP-LCNet's blocks are not built: depthwise-separable Convs with Hardswish and "
-        "squeeze-and-excitation, channels from scale via make_divisible, and its Conv + "
-        "dropout head",
-    ),
-    "pvt": (
-        "vision",
-        "PVT's blocks are not built: spatial-reduction attention (keys and values from a "
-        "strided Conv + LayerNorm of the map), per-stage position tables resized to the "
-        "map, and a cls token only in the last stage",
-    ),
-    "pvt_v2": (
-        "vision",
-        "PVT v2's blocks are not built: overlapping patch embeddings (strided Conv + "
-        "LayerNorm), spatial-reduction attention (strided Conv, or adaptive average "
-        "pooling in the linear variant), and a depthwise Conv inside the MLP",
-    ),
     "reformer": (
         "encoder",
         "a text encoder (ReformerForMaskedLM): its blocks are not built yet",
@@ -241,12 +171,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "roc_bert": (
         "encoder",
         "a text encoder (RoCBertForMaskedLM): its blocks are not built yet",
-    ),
-    "segformer": (
-        "vision",
-        "SegFormer's Mix Transformer is not built: overlapping patch embeddings per "
-        "stage, sequence-reduction attention (strided Conv + LayerNorm on keys and "
-        "values), Mix-FFN with a depthwise Conv, and a LayerNorm per stage",
     ),
     "sew-d": (
         "audio",
@@ -261,13 +185,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "(SigLIP tower, projector, decoder over a policy prompt) and reads the yes/no "
         "token logits; that VLM is not converted",
     ),
-    "swiftformer": (
-        "vision",
-        "SwiftFormer's blocks are not built: efficient additive attention (normalized "
-        "queries weighted by a learned vector into one global query, multiplied into the "
-        "keys), Conv encoders with BatchNorm and layer scales, and the distilled two-head "
-        "classifier",
-    ),
     "tapas": (
         "encoder",
         "table encoder: token_type_ids are [batch, sequence, 7] (segment, column, row, "
@@ -276,11 +193,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "default) positions restart in every cell, found by per-cell minima over the column "
         "and row ids; the 7-wide token-type input and cell-relative positions are not built, "
         "nor the question-answering head (cell selection and aggregation over cell segments)",
-    ),
-    "textnet": (
-        "vision",
-        "TextNet's RepConv layers are not built: parallel k x k, k x 1 and 1 x k Convs "
-        "each with BatchNorm (eps from batch_norm_eps), summed, in its stage layout",
     ),
     "timm_wrapper": (
         "vision",

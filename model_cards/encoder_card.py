@@ -1,10 +1,12 @@
-"""The card of an encoder export (every task but text generation): the Transformers.js /
-Optimum / sentence-transformers layout of model_cards/layout.py, usage for those libraries."""
+"""The card of an encoder or encoder-decoder export (every task but text generation): the
+Transformers.js / Optimum / sentence-transformers layout of model_cards/layout.py, usage for
+those libraries."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from converter.tasks.seq2seq import SEQ2SEQ_TASKS
 from model_cards import card
 from model_cards.layout import graph_paths
 
@@ -30,6 +32,32 @@ JS_INPUTS = {  # a JavaScript expression each pipeline accepts
     "zero-shot-image-classification": f'"{SAMPLE_IMAGE}", ["a cat", "a dog"]',
     "automatic-speech-recognition": f'"{SAMPLE_AUDIO}"',
     "audio-classification": f'"{SAMPLE_AUDIO}"',
+}
+
+
+# what the card says of each kind of export: its portable files, and what validation compared
+ENCODER_TEXT = {
+    "readers": "Transformers.js, Optimum and sentence-transformers",
+    "portable_files": "`onnx/model.onnx` (float32), `onnx/model_fp16.onnx`, "
+    "`onnx/model_quantized.onnx` (int8) and `onnx/model_q4.onnx`",
+    "portable_glob": "`onnx/model*.onnx`",
+    "int8_files": "`onnx/model_quantized.onnx`",
+    "compared": "every output of each graph (hidden states, pooled outputs and logits, as the "
+    "graph has them)",
+    "compared_on": "one fixed batch of two inputs, the second padded: max abs diff and the "
+    "lowest cosine similarity, padded positions left out",
+}
+SEQ2SEQ_TEXT = {
+    "readers": "Transformers.js and Optimum",
+    "portable_files": "`onnx/encoder_model.onnx` and `onnx/decoder_model_merged.onnx` "
+    "(float32, the decoder with its self- and cross-attention caches), with `_fp16`, "
+    "`_quantized` (int8) and `_q4` beside them",
+    "portable_glob": "`onnx/encoder_model*.onnx`, `onnx/decoder_model_merged*.onnx`",
+    "int8_files": "`onnx/*_quantized.onnx`",
+    "compared": "the decoder's logits (teacher-forced on the reference's greedy tokens: a first "
+    "step without a cache, then one token per step with both caches)",
+    "compared_on": "one fixed batch of two sources, the second padded: max abs diff and the "
+    "lowest cosine similarity",
 }
 
 
@@ -61,13 +89,18 @@ def context(variants: list[card.VariantInfo], rows: list[dict], repo_id: str | N
         row["graphs"] = [card._cell(p) for p in graph_paths(variant.manifest)]
         row["cosine"] = card._number((variant.report or {}).get("min_cosine"), "{:.6f}")
     primary = card._primary(rows)
+    generates = task in SEQ2SEQ_TASKS
     return {
         "task": task,
         "sentence_transformers": any(v.manifest.get("sentence_transformers") for v in variants),
         "load_id": repo_id or "path/to/the/export",
         "js_task": task,
         "js_input": JS_INPUTS.get(task, '"ONNX runs everywhere."'),
-        "optimum_class": OPTIMUM_CLASSES.get(task, "ORTModel"),
+        "js_options": ", { max_new_tokens: 64 }" if generates else "",
+        "generates": generates,
+        "optimum_class": "ORTModelForSeq2SeqLM"
+        if generates
+        else OPTIMUM_CLASSES.get(task, "ORTModel"),
         "primary_graph": primary["graphs"][0],
-        "outputs_text": "hidden states, pooled outputs and logits, as the graph has them",
+        **(SEQ2SEQ_TEXT if generates else ENCODER_TEXT),
     }

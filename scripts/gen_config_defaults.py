@@ -6,7 +6,7 @@ python scripts/gen_config_defaults.py --check  # exit 1 when it is stale
 For every registered family (and the types of the sections a family reads on their own, such as
 CLIP's `clip_text_model`), the values its transformers configuration class gives a key that
 config.json leaves out: each field the class declares (not the generic ones of PreTrainedConfig)
-with a default other than None (numbers, strings, or tuples of numbers such as Swin's
+with a default other than None (numbers, strings, or tuples of them such as Swin's
 `depths`), plus the rope settings a default instance ends up with (`rope_theta`; Gemma 3's
 local base as `rope_local_base_freq`; `partial_rotary_factor`, which Phi defaults to 0.5; the whole
 `rope_parameters` when a family's default rope is scaled, as Apertus' llama3 rope is). The
@@ -42,7 +42,7 @@ def family_defaults(model_type: str) -> dict[str, Any]:
         for f in dataclasses.fields(cls)
         if f.name in declared - generic
         and not f.name.startswith("_")
-        and (isinstance(f.default, bool | int | float | str) or _numbers(f.default))
+        and (isinstance(f.default, bool | int | float | str) or _per_stage(f.default))
     }
     rope = cls().to_dict().get("rope_parameters")
     if rope:
@@ -66,11 +66,10 @@ def _types(registered: dict) -> set[str]:
     return {*registered, *(t for types in nested for t in types)}
 
 
-def _numbers(value: Any) -> bool:
-    """A tuple of numbers (per-stage widths and depths of image models)."""
-    return isinstance(value, tuple) and all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in value
-    )
+def _per_stage(value: Any) -> bool:
+    """A tuple of plain values (per-stage settings of image models: widths, depths, CvT's
+    `qkv_bias` flags and projection methods)."""
+    return isinstance(value, tuple) and all(isinstance(v, bool | int | float | str) for v in value)
 
 
 def render() -> str:

@@ -23,6 +23,15 @@ REFUSED = [
     ("ibert", {"quant_mode": True}, "'quant_mode' = True is not supported"),
     ("esm", {"mask_token_id": None}, "'mask_token_id' is missing"),
     ("esm", {"position_embedding_type": "relative_key"}, "'position_embedding_type' = "),
+    ("bit", {"layer_type": "resnet"}, "'layer_type' = 'resnet' is not supported"),
+    ("cvt", {"qkv_projection_method": ["avg", "avg"]}, "'qkv_projection_method' = "),
+    ("cvt", {"cls_token": [True, True]}, "'cls_token' = \\[True, True\\] is not supported"),
+    ("efficientnet", {"hidden_dim": 999}, "'hidden_dim' = 999 differs"),
+    ("efficientnet", {"pooling_type": "sum"}, "'pooling_type' = 'sum' is not supported"),
+    ("levit", {"image_size": None}, "'image_size' is missing"),
+    ("mobilevit", {"output_stride": 4}, "'output_stride' = 4 is not supported"),
+    ("pp_lcnet", {"block_configs": [[[3, 16, 32, 1, False]]]}, "five stages"),
+    ("textnet", {"stem_out_channels": 12}, "'stem_out_channels' must equal"),
 ]
 
 
@@ -43,3 +52,13 @@ def test_the_electra_discriminator_is_no_fill_mask_model(tmp_path):
     package = build(str(tmp_path / "hf"), task="feature-extraction", progress=False)
     outputs = [o.name for o in package.components[0].model.graph.outputs]
     assert outputs == ["last_hidden_state"]
+
+
+def test_cvt_classifies_only_with_the_last_stage_cls_token():
+    """transformers' CvtForImageClassification reads the cls token (and fails without it)."""
+    config = CASES["cvt:no_cls_token"].config
+    raw = transformers.AutoConfig.for_model(**config).to_dict()
+    family = family_for("cvt")
+    cfg = family.rules.read(ConfigReader(family.rules.select(raw), "cvt"))
+    with pytest.raises(ConfigError, match="'cls_token' is false for the last stage"):
+        family.make_model(cfg, None, None, "image-classification", frozenset())

@@ -19,6 +19,10 @@ def activation(op, name: str, x):
         return op.Mul(x, op.Sigmoid(op.Mul(x, 1.702)))
     if name == "relu":
         return op.Relu(x)
+    if name == "relu6":
+        return op.Clip(x, op.CastLike(0.0, x), op.CastLike(6.0, x))
+    if name == "hardswish":
+        return op.HardSwish(x)
     if name == "tanh":
         return op.Tanh(x)
     if name == "relu2":

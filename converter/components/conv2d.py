@@ -1,6 +1,6 @@
 """Image building blocks in NCHW, with torch's parameter names: Conv2d, BatchNorm2d (inference
-statistics), a LayerNorm over the channels of an NCHW map, and parameter-less placeholders that
-keep torch's Sequential indices (`classifier.1.weight`)."""
+statistics), GroupNorm, a LayerNorm over the channels of an NCHW map, and parameter-less
+placeholders that keep torch's Sequential indices (`classifier.1.weight`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from converter.components.norms import LayerNorm
 
 
 class Conv2d(nn.Module):
-    """torch.nn.Conv2d: `weight` [out, in / groups, kh, kw], symmetric `padding`, or (`same`)
-    TensorFlow's "SAME" padding for whatever size comes: the output ceil(size / stride), the
-    odd pixel of padding at the bottom and right (onnx's SAME_UPPER)."""
+    """torch.nn.Conv2d: `weight` [out, in / groups, kh, kw], `padding` on both sides of each
+    axis (one int, or (height, width)), or (`same`) TensorFlow's "SAME" padding for whatever
+    size comes: the output ceil(size / stride), the odd pixel of padding at the bottom and right
+    (onnx's SAME_UPPER)."""
 
     def __init__(
         self,
@@ -22,7 +23,7 @@ class Conv2d(nn.Module):
         kernel: tuple[int, int] | int,
         dtype: ir.DataType,
         stride: tuple[int, int] | int = 1,
-        padding: int = 0,
+        padding: tuple[int, int] | int = 0,
         groups: int = 1,
         bias: bool = True,
         dilation: int = 1,
@@ -33,12 +34,13 @@ class Conv2d(nn.Module):
         self.weight = nn.Parameter([out_channels, in_channels // groups, kh, kw], dtype)
         self.bias = nn.Parameter([out_channels], dtype) if bias else None
         self.strides = [stride, stride] if isinstance(stride, int) else list(stride)
-        self.kernel, self.padding, self.groups = [kh, kw], padding, groups
+        ph, pw = (padding, padding) if isinstance(padding, int) else padding
+        self.kernel, self.pads, self.groups = [kh, kw], [ph, pw, ph, pw], groups
         self.dilations, self.same = [dilation, dilation], same
 
     def forward(self, op, x):
         inputs = (x, self.weight) if self.bias is None else (x, self.weight, self.bias)
-        padding = {"auto_pad": "SAME_UPPER"} if self.same else {"pads": [self.padding] * 4}
+        padding = {"auto_pad": "SAME_UPPER"} if self.same else {"pads": self.pads}
         return op.Conv(
             *inputs,
             kernel_shape=self.kernel,
@@ -87,22 +89,18 @@ class Placeholder(nn.Module):
         return self.fn(op, x)
 
 
-class SingleGroupNorm(nn.Module):
-    """torch.nn.GroupNorm with one group: each image normalized over all its channels and
-    positions, then scaled and shifted per channel."""
+class GroupNorm(nn.Module):
+    """torch.nn.GroupNorm over [batch, channels, ...]: `groups` groups of channels normalized
+    together (one group: each image over all its channels and positions), then each channel's
+    `weight` and `bias`."""
 
-    def __init__(self, channels: int, dtype: ir.DataType, eps: float = 1e-5):
+    def __init__(self, groups: int, channels: int, eps: float, dtype: ir.DataType):
         super().__init__()
         self.weight = nn.Parameter([channels], dtype)
         self.bias = nn.Parameter([channels], dtype)
-        self.eps = eps
+        self.groups, self.eps = groups, eps
 
     def forward(self, op, x):
-        centered = op.Sub(x, op.ReduceMean(x, [1, 2, 3], keepdims=1))
-        variance = op.ReduceMean(op.Mul(centered, centered), [1, 2, 3], keepdims=1)
-        normed = op.Div(centered, op.Sqrt(op.Add(variance, self.eps)))
-        per_channel = [-1, 1, 1]
-        return op.Add(
-            op.Mul(normed, op.Reshape(self.weight, per_channel)),
-            op.Reshape(self.bias, per_channel),
+        return op.GroupNormalization(
+            x, self.weight, self.bias, num_groups=self.groups, epsilon=self.eps
         )

@@ -42,12 +42,24 @@ def heads_last(op, x):
     return op.Reshape(op.Transpose(x, perm=[0, 2, 1, 3]), [0, 0, -1])
 
 
-class StandardCachedAttention:
+class _Masked:
+    """A standard kernel's boolean mask, built once per graph, and its additive form for the
+    layers that add a bias."""
+
+    keep = additive = None
+
+    def _additive(self, op, keep):
+        if self.additive is None:
+            self.additive = additive_mask(op, keep, self.dtype)
+        return self.additive
+
+
+class StandardCachedAttention(_Masked):
     """Causal self-attention over past + new keys in opset-23 Attention. The mask (query i
-    sees keys up to past + i) is built once per graph, from the first layer's past."""
+    sees keys up to past + i) is built from the first layer's past."""
 
     def __init__(self, dtype: ir.DataType):
-        self.dtype, self.keep, self.additive = dtype, None, None
+        self.dtype = dtype
 
     def _keep(self, op, q, past_key):
         if self.keep is None:
@@ -61,7 +73,7 @@ class StandardCachedAttention:
 
     def __call__(self, op, q, k, v, past_key, past_value, heads: int, scale: float, bias=None):
         keep = self._keep(op, q, past_key)
-        mask = keep if bias is None else op.Add(bias, additive_mask(op, keep, self.dtype))
+        mask = keep if bias is None else op.Add(bias, self._additive(op, keep))
         return op.Attention(
             q,
             k,
@@ -99,7 +111,7 @@ class FusedCachedAttention:
         )
 
 
-class StandardCrossAttention:
+class StandardCrossAttention(_Masked):
     """Attention of the new tokens over the encoder's keys, masked by its padding (None: every
     encoder position is real, as for speech encoders' fixed-size outputs)."""
 
@@ -107,7 +119,7 @@ class StandardCrossAttention:
         # [batch, 1, 1, keys]; onnxruntime wants the query dimension spelled out: the Expand
         # at the first call makes it [batch, 1, queries, keys]
         self.padding = StandardEncoderAttention(op, encoder_attention_mask, dtype, queries=1)
-        self.dtype, self.keep = dtype, None
+        self.dtype = dtype
 
     def _keep(self, op, q):
         if self.keep is None and self.padding.keep is not None:
@@ -122,7 +134,7 @@ class StandardCrossAttention:
         if keep is None:
             mask = bias
         else:
-            mask = keep if bias is None else op.Add(bias, additive_mask(op, keep, self.dtype))
+            mask = keep if bias is None else op.Add(bias, self._additive(op, keep))
         y = op.Attention(heads_first(op, q, heads, -1), key, value, mask, scale=scale)
         return heads_last(op, y)
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 from onnxscript import nn
 
 from converter.components import Linear, activation
-from converter.components.conv2d import Conv2d, SingleGroupNorm
+from converter.components.conv2d import Conv2d, GroupNorm
 from converter.config.vision import MAX_IMAGE_SIDE, VisionRules, int_list, same_length
 from converter.models.convnext import FEATURE_DIMS
 from converter.models.vision import Features, VisionEncoderModel
 from converter.registry import Family
 from converter.tasks.encoding import BATCH
 from converter.tasks.image_encoding import HEIGHT, WIDTH
+
+NORM_EPS = 1e-5  # PoolFormerGroupNorm keeps torch's default
 
 
 class PoolFormerRules(VisionRules):
@@ -84,8 +86,8 @@ class PoolFormerLayer(nn.Module):
     def __init__(self, cfg, dtype, stage: int):
         super().__init__()
         width = cfg.widths[stage]
-        self.before_norm = SingleGroupNorm(width, dtype)
-        self.after_norm = SingleGroupNorm(width, dtype)
+        self.before_norm = GroupNorm(1, width, NORM_EPS, dtype)
+        self.after_norm = GroupNorm(1, width, NORM_EPS, dtype)
         self.output = PoolFormerOutput(cfg, dtype, stage)
         scaled = cfg.extra["layer_scale"]
         self.layer_scale_1 = nn.Parameter([width], dtype) if scaled else None
@@ -157,7 +159,7 @@ class PoolFormerImageModel(VisionEncoderModel):
     body_name = "poolformer"
 
     def make_classifier(self, cfg, dtype, tensors):
-        self.norm = SingleGroupNorm(cfg.hidden_size, dtype)
+        self.norm = GroupNorm(1, cfg.hidden_size, NORM_EPS, dtype)
         self.classifier = Linear(cfg.hidden_size, cfg.num_labels, True, dtype)
 
     def classify(self, op, features):

@@ -1,33 +1,51 @@
 """The generic encoder-decoder (BART's layout), and the contract every seq2seq model keeps.
 
-Contract (what converter/tasks/seq2seq.py and the parity harness call):
+Contract (what converter/tasks/seq2seq.py, converter/validate and the parity harness call):
 
-  model = ModelClass(cfg, dtype, ep, task, tensors)      # as the registry builds every non-LM
-  model.part("encoder") / model.part("decoder")          # a fresh module per graph (a parameter
-                                                         # belongs to one graph; both bind by the
-                                                         # same checkpoint names)
+  model = ModelClass(cfg, dtype, ep, task, tensors)    # as the registry builds every non-LM:
+      # cfg a Seq2SeqConfig (converter/config/seq2seq.py) or a family's own config; task one
+      # of `heads`; tensors the checkpoint's names (optional parts: final_logits_bias, ...)
+  model.part("encoder") / model.part("decoder")        # a fresh module per graph: a parameter
+      # belongs to one graph, and both bind by the same checkpoint names
   encoder part:
-    encode(op, input_ids, attention_mask) -> last_hidden_state [batch, enc_seq, d_model]
-      (speech models: encode(op, input_features, attention_mask=None); `modality` says which)
+    encoder_inputs(dtype) -> {name: (onnx type, dims)}  # the encoder graph's inputs, in
+      # encode's order; text: input_ids, attention_mask int64 [batch_size,
+      # encoder_sequence_length]. Speech models name theirs (input_features, ...); without an
+      # attention_mask the decoder graph gets no encoder_attention_mask either.
+    encode(op, *those inputs) -> last_hidden_state [batch, enc_seq, d_model]
   decoder part:
     cross_kv(op, encoder_hidden_states) -> [(key, value)] per decoder layer, each
-      [batch, heads, enc_seq, head_dim]
+      [batch, heads, enc_seq, head_dim] (the task calls it on an empty slice on cached steps)
     decode(op, input_ids, encoder_attention_mask, self_past, cross) -> (logits, self_presents)
-      input_ids [batch, seq]; encoder_attention_mask [batch, enc_seq] int64 (None: unmasked);
-      self_past [(key, value)] [batch, heads, past, head_dim] per layer; cross as cross_kv
-      gives it; logits [batch, seq, vocab]; self_presents [batch, heads, past + seq, head_dim]
-    self_caches() / cross_caches() -> [LayerCache] (kinds KV and CROSS), one per decoder layer
+      input_ids [batch, seq]; encoder_attention_mask [batch, enc_seq] int64 or None;
+      self_past [(key, value)] [batch, heads, past, head_dim] per layer (positions start at
+      past); cross as cross_kv gives it; logits [batch, seq, vocab];
+      self_presents [(key, value)] [batch, heads, past + seq, head_dim]
+    self_caches() / cross_caches() -> [LayerCache] (kinds KV and CROSS, shapes after the batch
+      with "sequence" / "encoder_sequence" where they grow), one per decoder layer
   class attributes: `heads` (the task names it converts for), `modality` ("text" | "audio"),
-  `head_tasks` / `headless_task` (converter/tasks/choice.py).
+  `coverage_scope = "seq2seq"` (converter/registry.py counts it there), `head_tasks` /
+  `headless_task` (converter/tasks/choice.py: ...ForConditionalGeneration, ...Model).
+  Fused-kernel counts: each module declares `expected_fusions(plan)` (here: MultiHeadAttention
+  1 per encoder layer, 2 per decoder layer on EPs with it; skip norms per stack).
+  A family registers Family(model_type, ModelClass, notes, examples, rules=Seq2SeqRules(...)
+  or its subclass, task="text2text-generation", category="seq2seq", unused=..., prefix=...),
+  removes its type from converter/not_yet_seq2seq.py and adds parity cases:
+  tests/parity/seq2seq_cases/<family>.py, CASES = {"type" or "type:variant":
+  Seq2SeqCase(config={"model_type": ..., tiny sizes}, model_class="AutoModelForSeq2SeqLM",
+  inputs="text")}; speech families add their modality to INPUTS in
+  tests/parity/seq2seq_reference.py.
 
 BART's layout: token embeddings (the `shared` table, times sqrt(d_model) with scale_embedding)
 plus learned positions (read at position + 2), layernorm_embedding, then post-norm layers
 (pre-norm with a final `layer_norm` per stack where the config says: mBART, Pegasus, ...),
 a tied or own lm_head and final_logits_bias. Module paths are the checkpoint's names
-(`model.decoder.layers.0.encoder_attn.k_proj.weight`). A family that differs overrides the
-parts: `make_positions` (sinusoidal tables), the norm kind (`cfg.norm_type`), the layer
-classes (`layer_cls` of each stack, `attention_cls` of each layer), `body_name` /
-`head_name`, or whole stacks (`encoder_cls`, `decoder_cls`).
+(`model.decoder.layers.0.encoder_attn.k_proj.weight`): parameters take their names from the
+scopes of the calls, so every module runs through its `__call__` (modules with several entry
+points are `Steps`: `module(op, "method", ...)`). A family that differs overrides the parts:
+`make_positions` of the stacks (sinusoidal tables), the norm kind (`cfg.norm_type`), the layer
+classes (`layer_cls` of each stack, `attention_cls` of each layer, `Seq2SeqAttention.names`),
+`body_name` / `head_name` / `bias_name`, or whole stacks (`encoder_cls`, `decoder_cls`).
 """
 
 from __future__ import annotations
@@ -47,7 +65,7 @@ from converter.config.seq2seq import Seq2SeqConfig
 from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM, ExecutionProvider
 from converter.models.decoder import tied_logits
-from converter.tasks.seq2seq import SEQ2SEQ_TASKS
+from converter.tasks.seq2seq import BATCH, ENCODER_SEQUENCE, SEQ2SEQ_TASKS
 
 PARTS = ("encoder", "decoder", "both")
 
@@ -316,6 +334,11 @@ class Seq2SeqModel(Steps):
 
     def decode(self, op, input_ids, encoder_attention_mask, self_past, cross):
         return self(op, "_decode", input_ids, encoder_attention_mask, self_past, cross)
+
+    def encoder_inputs(self, dtype: ir.DataType) -> dict[str, tuple[ir.DataType, list]]:
+        """The encoder graph's inputs in `encode`'s order: {name: (type, symbolic dims)}."""
+        tokens = (ir.DataType.INT64, [BATCH, ENCODER_SEQUENCE])
+        return {"input_ids": tokens, "attention_mask": tokens}
 
     def self_caches(self) -> list[LayerCache]:
         cfg = self.cfg

@@ -35,6 +35,7 @@ from converter.models.seq2seq import (
 )
 from converter.registry import Family
 from converter.tasks.genai_speech import GENAI_DECODER, GENAI_ENCODER
+from converter.tasks.seq2seq import BATCH
 from converter.tasks.speech_seq2seq import SPEECH_TASK
 
 
@@ -205,7 +206,6 @@ class WhisperModel(Seq2SeqModel):
     headless_task = SPEECH_TASK
     modality = "audio"
     head_name = "proj_out"
-    masks_encoder = False  # every encoder position is a real frame
     genai_whisper = True  # its packages hold onnxruntime-genai's whisper graphs too
 
     def __init__(self, cfg, dtype, ep, task: str, tensors: frozenset[str], part: str = "both"):
@@ -231,14 +231,17 @@ class WhisperModel(Seq2SeqModel):
         """The log-mel frames the encoder reads."""
         return 2 * self.cfg.extra["max_source_positions"]
 
-    def encoder_input(self) -> tuple[str, list]:
-        """The Optimum encoder's input: its name and dims after the batch."""
-        return "input_features", [self.cfg.extra["num_mel_bins"], self.input_frames()]
+    def encoder_inputs(self, dtype: ir.DataType) -> dict[str, tuple[ir.DataType, list]]:
+        """The log-mel spectrogram, float32 as feature extractors make it in every dtype."""
+        dims = [BATCH, self.cfg.extra["num_mel_bins"], self.input_frames()]
+        return {"input_features": (ir.DataType.FLOAT, dims)}
 
-    def encode(self, op, features, attention_mask=None):
+    def encode(self, op, features):
         return self(op, "_encode", features)
 
     def _encode(self, op, features):
+        if features.dtype != self.dtype:  # Optimum's float32 (genai's come in the graph's)
+            features = op.Cast(features, to=self.dtype)
         kernel = encoder_attention(op, self.ep, None, self.dtype)  # every frame is real
         return self.body(op, "encode", features, kernel)
 

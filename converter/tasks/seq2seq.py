@@ -3,21 +3,23 @@ under `onnx/`, named and shaped as Optimum's ORTModelForSeq2SeqLM and Transforme
 seq2seq models load them (other dtypes beside them: `encoder_model_fp16.onnx`, ...).
 
   onnx/encoder_model.onnx
-    inputs:  input_ids, attention_mask [batch_size, encoder_sequence_length] int64
+    inputs:  the model's `encoder_inputs`: input_ids, attention_mask [batch_size,
+             encoder_sequence_length] int64 for text (speech models name theirs)
     outputs: last_hidden_state [batch_size, encoder_sequence_length, d_model]
   onnx/decoder_model_merged.onnx
-    inputs:  input_ids [batch_size, decoder_sequence_length] int64
-             encoder_attention_mask [batch_size, encoder_sequence_length] int64 (unless the
-                 model's `masks_encoder` is False: Whisper's encoder output has no padding)
+    inputs, in this order (Optimum pairs its cache with the cache inputs by position):
+             encoder_attention_mask [batch_size, encoder_sequence_length] int64 (only where
+                 the encoder reads an attention_mask)
+             input_ids [batch_size, decoder_sequence_length] int64
              encoder_hidden_states [batch_size, encoder_sequence_length, d_model]
-             past_key_values.{i}.decoder.key / .value
-                 [batch_size, heads, past_decoder_sequence_length, head_dim]
-             past_key_values.{i}.encoder.key / .value
-                 [batch_size, heads, encoder_sequence_length_out, head_dim]
+             per layer i: past_key_values.{i}.decoder.key / .value
+                              [batch_size, heads, past_decoder_sequence_length, head_dim]
+                          past_key_values.{i}.encoder.key / .value
+                              [batch_size, heads, encoder_sequence_length_out, head_dim]
              use_cache_branch bool [1]
     outputs: logits [batch_size, decoder_sequence_length, vocab] (float32 in every dtype: both
-             clients compute on them), present.{i}.decoder.key / .value (past + new tokens),
-             present.{i}.encoder.key / .value
+             clients compute on them), then per layer present.{i}.decoder.key / .value (past +
+             new tokens) and present.{i}.encoder.key / .value
 
 Both clients feed every past on the first step (Optimum zeros of length 0; Transformers.js
 sizes them from the declared dims: `batch_size` is the batch, every other named dim 0) with
@@ -63,32 +65,39 @@ class Seq2SeqTask:
     def encoder_component(self, model, cfg, dtype: ir.DataType) -> Component:
         graph = new_graph()
         builder = GraphBuilder(graph)
-        i64, tokens = ir.DataType.INT64, [BATCH, ENCODER_SEQUENCE]
-        input_ids = builder.input("input_ids", i64, tokens)
-        attention_mask = builder.input("attention_mask", i64, tokens)
-        hidden = model.encode(builder.op, input_ids, attention_mask)
-        set_output(builder, hidden, "last_hidden_state", [*tokens, cfg.d_model], dtype)
+        inputs = [
+            builder.input(name, input_type, dims)
+            for name, (input_type, dims) in model.encoder_inputs(dtype).items()
+        ]
+        hidden = model.encode(builder.op, *inputs)
+        dims = [BATCH, ENCODER_SEQUENCE, cfg.d_model]
+        set_output(builder, hidden, "last_hidden_state", dims, dtype)
         return Component("encoder", ENCODER_FILE, as_model(graph), model, {})
 
     def decoder_component(self, model, cfg, dtype: ir.DataType) -> Component:
         graph = new_graph()
         builder = GraphBuilder(graph)
         op, i64 = builder.op, ir.DataType.INT64
+        # Optimum's input order: it zips its flat (self key, self value, cross key, cross
+        # value) per-layer cache with the graph's cache inputs in declaration order
+        encoder_mask = None  # speech encoders' outputs have no padding to mask
+        if "attention_mask" in model.encoder_inputs(dtype):
+            dims = [BATCH, ENCODER_SEQUENCE]
+            encoder_mask = builder.input("encoder_attention_mask", i64, dims)
         input_ids = builder.input("input_ids", i64, [BATCH, DECODER_SEQUENCE])
-        encoder_mask = None  # speech encoders' outputs have no padding to mask (Whisper)
-        if getattr(model, "masks_encoder", True):
-            encoder_mask = builder.input("encoder_attention_mask", i64, [BATCH, ENCODER_SEQUENCE])
         encoder_hidden = builder.input(
             "encoder_hidden_states", dtype, [BATCH, ENCODER_SEQUENCE, cfg.d_model]
         )
         self_caches, cross_caches = model.self_caches(), model.cross_caches()
-        self_past = _pasts(builder, self_caches, "decoder", dtype)
-        cross_past = _pasts(builder, cross_caches, "encoder", dtype)
+        self_past, cross_past = [], []
+        for i, (own, cross) in enumerate(zip(self_caches, cross_caches, strict=True)):
+            self_past.append(_past(builder, i, own, "decoder", PAST, dtype))
+            cross_past.append(_past(builder, i, cross, "encoder", CROSS, dtype))
         use_cache = builder.input("use_cache_branch", ir.DataType.BOOL, [1])
 
         cached = op.Cast(use_cache, to=i64)  # [1]: 1 on the cached steps
         self_kept = [tuple(_head(op, t, cached, axis=2) for t in pair) for pair in self_past]
-        fresh = op.Sub(1, cached)
+        fresh = op.Cast(op.Not(use_cache), to=i64)
         source = _head(op, encoder_hidden, fresh, axis=1)  # empty on the cached steps
         computed = model.cross_kv(op, source)
         cross = [
@@ -99,11 +108,12 @@ class Seq2SeqTask:
             for past_pair, new_pair in zip(cross_past, computed, strict=True)
         ]
         logits, presents = model.decode(op, input_ids, encoder_mask, self_kept, cross)
-        set_float32_output(
-            builder, logits, "logits", [BATCH, DECODER_SEQUENCE, cfg.vocab_size], dtype
-        )
-        _presents(builder, presents, self_caches, "decoder", TOTAL, dtype)
-        _presents(builder, cross, cross_caches, "encoder", CROSS, dtype)
+        dims = [BATCH, DECODER_SEQUENCE, cfg.vocab_size]
+        set_float32_output(builder, logits, "logits", dims, dtype)
+        layers = zip(presents, cross, self_caches, cross_caches, strict=True)
+        for i, (own, cross_pair, own_cache, cross_cache) in enumerate(layers):
+            _present(builder, i, own, own_cache, "decoder", TOTAL, dtype)
+            _present(builder, i, cross_pair, cross_cache, "encoder", CROSS, dtype)
         caches = [*self_caches, *cross_caches]
         return Component("decoder", DECODER_FILE, as_model(graph), model, {}, caches)
 
@@ -118,19 +128,14 @@ def _dims(shape: tuple, length: str) -> list:
     return [BATCH, *(length if isinstance(d, str) else d for d in shape)]
 
 
-def _pasts(builder, caches, part: str, dtype: ir.DataType) -> list[tuple]:
-    length = PAST if part == "decoder" else CROSS
-    return [
-        tuple(
-            builder.input(PAST_NAME.format(i=i, part=part, kind=kind), dtype, _dims(shape, length))
-            for kind, shape in (("key", cache.key), ("value", cache.value))
-        )
-        for i, cache in enumerate(caches)
-    ]
+def _past(builder, i: int, cache, part: str, length: str, dtype: ir.DataType) -> tuple:
+    return tuple(
+        builder.input(PAST_NAME.format(i=i, part=part, kind=kind), dtype, _dims(shape, length))
+        for kind, shape in (("key", cache.key), ("value", cache.value))
+    )
 
 
-def _presents(builder, presents, caches, part: str, length: str, dtype: ir.DataType) -> None:
-    for i, ((key, value), cache) in enumerate(zip(presents, caches, strict=True)):
-        for kind, tensor, shape in (("key", key, cache.key), ("value", value, cache.value)):
-            name = PRESENT_NAME.format(i=i, part=part, kind=kind)
-            set_output(builder, tensor, name, _dims(shape, length), dtype)
+def _present(builder, i: int, pair, cache, part: str, length: str, dtype: ir.DataType) -> None:
+    for kind, tensor, shape in zip(("key", "value"), pair, (cache.key, cache.value), strict=True):
+        name = PRESENT_NAME.format(i=i, part=part, kind=kind)
+        set_output(builder, tensor, name, _dims(shape, length), dtype)

@@ -126,3 +126,55 @@ def model_outputs(model, role: str, tensors: dict) -> dict:
     out = features(**tensors)
     pooled = {name: out.pooler_output for name in FEATURE_NAMES[role]}
     return {"last_hidden_state": out.last_hidden_state, **pooled}
+
+
+# the transformers class of an encoder-decoder, by the modality its encoder reads
+SEQ2SEQ_CLASSES = {"text": "AutoModelForSeq2SeqLM", "audio": "AutoModelForSpeechSeq2Seq"}
+
+
+class TransformersSeq2Seq:
+    """An encoder-decoder fed the ONNX encoder's inputs and teacher-forced decoder tokens, as
+    converter/validate/seq2seq_runtime.py's OnnxSeq2Seq is run: the same `run` and `greedy`.
+    Greedy decoding is plain argmax (generation_config's beams and penalties left out, as the
+    ONNX side applies none)."""
+
+    def __init__(self, model) -> None:
+        import torch
+
+        self.torch, self.model = torch, model
+
+    @classmethod
+    def load(cls, folder: Path) -> TransformersSeq2Seq:
+        """The checkpoint in `folder` as its family's modality loads it (speech models by
+        AutoModelForSpeechSeq2Seq)."""
+        import torch
+        import transformers
+
+        config = json.loads((Path(folder) / "config.json").read_text())
+        modality = getattr(family_for(model_type_of(config)).model_class, "modality", "text")
+        auto = SEQ2SEQ_CLASSES[modality]
+        model = getattr(transformers, auto).from_pretrained(
+            folder, dtype=torch.float32, attn_implementation="eager"
+        )
+        return cls(model.eval())
+
+    def logits(self, feeds: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
+        torch = self.torch
+        tensors = {k: torch.from_numpy(v) for k, v in feeds.items()}
+        with torch.no_grad():
+            out = self.model(**tensors, decoder_input_ids=torch.from_numpy(ids))
+        return out.logits.float().numpy()
+
+    def run(self, feeds: dict[str, np.ndarray], ids: np.ndarray, first: int) -> list[np.ndarray]:
+        """The logits of `ids`, split as the ONNX side's steps: the first `first`, then one
+        per step."""
+        logits = self.logits(feeds, ids)
+        return [logits[:, :first], *(logits[:, i : i + 1] for i in range(first, ids.shape[1]))]
+
+    def greedy(self, feeds: dict[str, np.ndarray], start: int, new_tokens: int):
+        batch = next(iter(feeds.values())).shape[0]
+        ids = np.full((batch, 1), start, dtype=np.int64)
+        for _ in range(new_tokens):
+            step = self.logits(feeds, ids)[:, -1].argmax(-1)
+            ids = np.concatenate([ids, step[:, None]], axis=1)
+        return ids[:, 1:].tolist(), float("nan")

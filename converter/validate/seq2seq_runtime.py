@@ -5,6 +5,7 @@ one token per step with the presents fed back as pasts and use_cache_branch true
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +20,12 @@ class OnnxSeq2Seq:
     def __init__(self, package: Path, provider: str = "CPUExecutionProvider"):
         manifest = json.loads((Path(package) / "mobius.json").read_text())
         files = {c["role"]: c["filename"] for c in manifest["components"]}
+        started = time.perf_counter()
         self.encoder, self.decoder = (
             ort.InferenceSession(str(Path(package) / files[role]), providers=[provider])
             for role in ("encoder", "decoder")
         )
+        self.load_seconds = time.perf_counter() - started
         self.decoder_inputs = {i.name: i for i in self.decoder.get_inputs()}
         self.outputs = [o.name for o in self.decoder.get_outputs()]
 
@@ -36,16 +39,22 @@ class OnnxSeq2Seq:
         later token, one step at a time with the cache."""
         return list(self._calls(feeds, decoder_ids[:, :first], decoder_ids[:, first:].T))
 
-    def greedy(self, feeds: dict[str, np.ndarray], start: int, new_tokens: int) -> list[list[int]]:
-        """Each row's greedy tokens after `start` (the decoder start token)."""
+    def greedy(
+        self, feeds: dict[str, np.ndarray], start: int, new_tokens: int
+    ) -> tuple[list[list[int]], float]:
+        """Each row's greedy tokens after `start` (the decoder start token), and decode steps
+        per second."""
         batch = next(iter(feeds.values())).shape[0]
         tokens: list[np.ndarray] = []
         calls = self._calls(feeds, np.full((batch, 1), start), tokens)
+        started = time.perf_counter()
         for logits in calls:
             tokens.append(logits[:, -1].argmax(-1))
             if len(tokens) == new_tokens:
                 break
-        return np.stack(tokens, axis=1).tolist()
+        elapsed = time.perf_counter() - started
+        speed = (new_tokens - 1) / elapsed if elapsed > 0 else float("inf")
+        return np.stack(tokens, axis=1).tolist(), speed
 
     def _calls(self, feeds, ids, steps):
         hidden = self.encode(feeds)

@@ -6,9 +6,18 @@ from one the client made itself (sentence-transformers exports silently when it 
 from pathlib import Path
 
 import torch
-from optimum.onnxruntime import ORTModelForFeatureExtraction, ORTModelForSequenceClassification
+from optimum.onnxruntime import (
+    ORTModelForFeatureExtraction,
+    ORTModelForSeq2SeqLM,
+    ORTModelForSequenceClassification,
+)
 from sentence_transformers import CrossEncoder, SentenceTransformer
-from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+from transformers import (
+    AutoModel,
+    AutoModelForSeq2SeqLM,
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+)
 
 TASKS = {
     "feature-extraction": (ORTModelForFeatureExtraction, AutoModel, "last_hidden_state"),
@@ -59,4 +68,22 @@ def optimum(folder: str, task: str, sentences: list[str]) -> dict:
         "torch": reference.tolist(),
         "attention_mask": inputs["attention_mask"].tolist(),
         "onnx_file": _opened(ort_model),
+    }
+
+
+def optimum_seq2seq(folder: str, texts: list[str], options: dict) -> dict:
+    """Greedy tokens of ORTModelForSeq2SeqLM (its merged decoder with the cache) and of the
+    torch model on one padded batch, generate() given `options` on both sides."""
+    inputs = AutoTokenizer.from_pretrained(folder)(texts, padding=True, return_tensors="pt")
+    ort_model = ORTModelForSeq2SeqLM.from_pretrained(folder)
+    model = AutoModelForSeq2SeqLM.from_pretrained(folder).eval()
+    settings = {**options, "do_sample": False, "num_beams": 1}
+    with torch.no_grad():
+        reference = model.generate(**inputs, **settings)
+    return {
+        "onnx": ort_model.generate(**inputs, **settings).tolist(),
+        "torch": reference.tolist(),
+        "attention_mask": inputs["attention_mask"].tolist(),
+        "merged": ort_model.decoder.is_merged,
+        "onnx_files": [_opened(ort_model.encoder), _opened(ort_model.decoder)],
     }

@@ -26,9 +26,11 @@ def main() -> None:
         "versions": versions,
         "make-sentence-transformer": tiny_models.sentence_transformer,
         "make-classifier": tiny_models.classifier,
+        "make-seq2seq": tiny_models.seq2seq,
         "sentence-transformers": clients.sentence_transformers,
         "cross-encoder": clients.cross_encoder,
         "optimum": clients.optimum,
+        "optimum-seq2seq": clients.optimum_seq2seq,
     }
     for line in sys.stdin:
         request = json.loads(line)

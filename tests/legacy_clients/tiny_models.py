@@ -10,7 +10,14 @@ from pathlib import Path
 import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-from transformers import BertConfig, BertForSequenceClassification, BertModel, BertTokenizerFast
+from transformers import (
+    AutoConfig,
+    AutoModelForSeq2SeqLM,
+    BertConfig,
+    BertForSequenceClassification,
+    BertModel,
+    BertTokenizerFast,
+)
 
 WORDS = "the a river sea boat bridge old small run to and under at night light water stone"
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS.split(), "##s", "##ing", ".", ","]
@@ -85,4 +92,13 @@ def classifier(folder: str, seed: int = 0) -> dict:
     model.save_pretrained(folder)
     with tempfile.TemporaryDirectory() as raw:
         tokenizer(Path(raw)).save_pretrained(folder)
+    return {"files": sorted(p.relative_to(folder).as_posix() for p in Path(folder).rglob("*"))}
+
+
+def seq2seq(folder: str, config: dict, seed: int = 0) -> dict:
+    """A random encoder-decoder of `config` (model_type and sizes) saved by this venv's
+    transformers into `folder`, beside the tokenizer the test put there."""
+    torch.manual_seed(seed)
+    model = AutoModelForSeq2SeqLM.from_config(AutoConfig.for_model(**config))
+    model.eval().save_pretrained(folder)
     return {"files": sorted(p.relative_to(folder).as_posix() for p in Path(folder).rglob("*"))}

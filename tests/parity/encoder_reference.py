@@ -39,9 +39,15 @@ def make_encoder(case_id: str, case: EncoderCase, head: str, folder: Path):
 def calibrate_batch_norms(model, case: EncoderCase) -> None:
     """Running statistics from one batch of random inputs, so deep convolutional stacks keep
     their activations in range (the initial 0 / 1 let them die out or blow up, and then
-    float32 rounding, amplified layer by layer, is all a comparison sees)."""
+    float32 rounding, amplified layer by layer, is all a comparison sees). A case that does not
+    `calibrate` keeps transformers' initial statistics, noised."""
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     if not norms:
+        return
+    if not case.calibrate:
+        for norm in norms:
+            norm.running_mean.normal_(0.0, 0.1)
+            norm.running_var.uniform_(0.5, 1.5)
         return
     for norm in norms:
         norm.reset_running_stats()

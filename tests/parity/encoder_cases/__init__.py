@@ -16,6 +16,10 @@ class EncoderCase:
     heads: tuple[str, ...]
     inputs: str = "text"
     overrides: dict = field(default_factory=dict)  # config keys set after construction
+    # BatchNorm statistics measured on random inputs; False where measured ones make the model
+    # ill-conditioned (LeViT: its BatchNorms rescale attention averages of small variance, and
+    # torch's own float32 then strays from float64 past the tolerance)
+    calibrate: bool = True
 
 
 def _gather() -> dict[str, EncoderCase]:
