@@ -28,6 +28,7 @@ def probe(package: Path, provider: str, reference, report: ValidationReport, ste
     """Run every graph of `package` and `reference` (anything with `outputs(role, feeds)`) on
     the same inputs, recording the worst figures over all outputs in `report`."""
     config = _config(package)
+    renamed = reference_names(config)
     found: list[Metrics] = []
     logits: list[float] = []
     for component in json.loads((package / MANIFEST).read_text())["components"]:
@@ -40,7 +41,7 @@ def probe(package: Path, provider: str, reference, report: ValidationReport, ste
         expected = reference.outputs(component["role"], feeds)
         mask = feeds.get("attention_mask")
         for name, value in actual.items():
-            metrics = _compare(expected[name], value, mask)
+            metrics = _compare(expected[renamed.get(name, name)], value, mask)
             found.append(metrics)
             if "logits" in name:
                 logits.append(metrics.top1_agreement)
@@ -89,6 +90,9 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
             continue  # made with the NaFlex pixel values
         elif item.name == "pixel_values":
             feeds[item.name] = rng.standard_normal(_image_shape(item, config)).astype(dtype)
+        elif item.name == "input_features":  # a log-mel spectrogram of the graph's size
+            shape = (BATCH, *item.shape[1:])
+            feeds[item.name] = rng.standard_normal(shape).astype(dtype)
         elif item.name == "input_values":
             values = rng.standard_normal((BATCH, SAMPLES)).astype(dtype)
             values[1, KEPT_SAMPLES:] = 0
@@ -96,6 +100,15 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
         else:
             raise ValueError(f"the encoder probe cannot make input {item.name!r}")
     return feeds
+
+
+def reference_names(config: dict) -> dict[str, str]:
+    """The graph outputs transformers names otherwise, as the family declares them (PP-LCNet
+    returns its logits as last_hidden_state)."""
+    from converter.registry import families
+
+    family = families().get(config.get("model_type"))
+    return getattr(family.model_class, "reference_names", {}) if family else {}
 
 
 def _names(session) -> set[str]:
@@ -138,6 +151,8 @@ def _compare(expected: np.ndarray, actual: np.ndarray, mask: np.ndarray | None) 
         expected, actual = expected * mask, actual * mask
     if actual.ndim == 1:
         expected, actual = expected[None], actual[None]
+    if actual.ndim == 4:  # maps [batch, channels, height, width]: each image's as one vector
+        expected, actual = expected.reshape(len(expected), -1), actual.reshape(len(actual), -1)
     return compare(expected, actual)
 
 
