@@ -115,11 +115,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
             "no layernorm_embedding and possibly a separate decoder vocabulary"
         ),
     ),
-    "moonshine": (
-        "speech",
-        "a speech encoder-decoder over raw audio (a conv stem with group norm, rotary "
-        "attention in both stacks, gated decoder MLPs): not built yet",
-    ),
     "moonshine_streaming": (
         "speech",
         "Moonshine's streaming variant: a causal-conv encoder with per-frame CMVN and asinh "

@@ -17,16 +17,18 @@ SOURCE_MASK = np.array([[1] * SOURCE, [1] * 5 + [0] * (SOURCE - 5)])
 
 
 def make_seq2seq(case_id: str, case: Seq2SeqCase, folder: Path):
-    """A random `case.model_class` model for `case`, saved to `folder` (weights and buffers
-    such as final_logits_bias noised, so biases and norms are not trivial)."""
+    """A random `case.model_class` model for `case`, saved to `folder` (weights and saved
+    buffers such as final_logits_bias noised, so biases and norms are not trivial; buffers
+    the checkpoint does not keep, such as rotary frequencies, stay as they are computed)."""
     config = transformers.AutoConfig.for_model(**case.config)
     for key, value in case.overrides.items():
         setattr(config, key, value)
     config._attn_implementation = "eager"
     torch.manual_seed(sum(map(ord, case_id)))
     model = getattr(transformers, case.model_class).from_config(config)
+    saved = model.state_dict(keep_vars=True).values()
     with torch.no_grad():
-        for tensor in [*model.parameters(), *model.buffers()]:
+        for tensor in saved:
             if tensor.is_floating_point():
                 tensor.add_(torch.randn_like(tensor) * 0.05)
     model.eval()
@@ -47,8 +49,16 @@ def log_mel_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_features": RNG.standard_normal(shape).astype(np.float32)}
 
 
+def waveform_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Two 16 kHz waveforms of 4000 samples, the second zero-padded after 2500."""
+    values = (RNG.standard_normal((BATCH, 4000)) * 0.1).astype(np.float32)
+    mask = np.ones_like(values, dtype=np.int64)
+    values[1, 2500:], mask[1, 2500:] = 0.0, 0
+    return {"input_values": values, "attention_mask": mask}
+
+
 # the encoder's inputs by modality; speech families add theirs (input_features, ...)
-INPUTS = {"text": text_inputs, "log-mel": log_mel_inputs}
+INPUTS = {"text": text_inputs, "log-mel": log_mel_inputs, "waveform": waveform_inputs}
 
 
 def kept_positions(case: Seq2SeqCase, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
