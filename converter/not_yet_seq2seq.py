@@ -189,11 +189,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "SpeechEncoderDecoderModel composes a speech encoder (wav2vec2, ...) with a causal "
         "decoder given cross-attention: composed pairs are not built yet",
     ),
-    "speech_to_text": (
-        "speech",
-        "a speech encoder-decoder over filter-bank features (two strided Conv1d with GLU "
-        "subsampling, sinusoidal positions, pre-norm BART-like layers): not built yet",
-    ),
     "speecht5": (
         "speech",
         "SpeechT5's speech-to-text head: a speech pre-net (wav2vec2-like feature encoder), "

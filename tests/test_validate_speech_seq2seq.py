@@ -1,6 +1,7 @@
 """`mobius validate` on speech encoder-decoder packages (Whisper's log-mel inputs, Moonshine's
-waveform and its mask): the encoder-decoder probe (inputs of the graph's own names and sizes,
-teacher-forced logits over both caches, greedy tokens) against transformers."""
+waveform and Speech2Text's filter banks with their masks): the encoder-decoder probe (inputs of
+the graph's own names and sizes, teacher-forced logits over both caches, greedy tokens) against
+transformers."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tests.parity.seq2seq_cases import CASES
 from tests.parity.seq2seq_reference import make_seq2seq
 
 
-@pytest.fixture(scope="module", params=["whisper", "moonshine"])
+@pytest.fixture(scope="module", params=["whisper", "moonshine", "speech_to_text"])
 def checkpoint(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp(request.param) / "hf"
     make_seq2seq(request.param, CASES[request.param], folder)

@@ -57,8 +57,22 @@ def waveform_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_values": values, "attention_mask": mask}
 
 
+def filter_bank_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Two filter-bank sequences of 40 frames, the second zero-padded after 27."""
+    shape = (BATCH, 40, config["input_feat_per_channel"] * config.get("input_channels", 1))
+    features = RNG.standard_normal(shape).astype(np.float32)
+    mask = np.ones(shape[:2], dtype=np.int64)
+    features[1, 27:], mask[1, 27:] = 0.0, 0
+    return {"input_features": features, "attention_mask": mask}
+
+
 # the encoder's inputs by modality; speech families add theirs (input_features, ...)
-INPUTS = {"text": text_inputs, "log-mel": log_mel_inputs, "waveform": waveform_inputs}
+INPUTS = {
+    "text": text_inputs,
+    "log-mel": log_mel_inputs,
+    "waveform": waveform_inputs,
+    "filter-bank": filter_bank_inputs,
+}
 
 
 def kept_positions(case: Seq2SeqCase, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
