@@ -118,7 +118,9 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
     "moonshine_streaming": (
         "speech",
         "Moonshine's streaming variant: a causal-conv encoder with per-frame CMVN and asinh "
-        "compression, run over chunks with a sliding window: not built yet",
+        "compression, run over chunks with a sliding window; onnxruntime-genai 0.18 runs it as "
+        "its streaming_enc_dec_asr type from five graphs (frontend, encoder, adapter, cross_kv, "
+        "decoder_kv, float32 only): neither the model nor that layout is built yet",
     ),
     "moss_transcribe_diarize": (
         "speech",
