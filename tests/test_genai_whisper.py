@@ -9,6 +9,7 @@ import wave
 from pathlib import Path
 
 import numpy as np
+import onnxruntime as ort
 import onnxruntime_genai as og
 import pytest
 import tokenizers
@@ -16,7 +17,7 @@ import torch
 import transformers
 
 from converter import build
-from converter.tasks.genai_speech import FRAMES
+from converter.tasks.genai_speech import DECODER_FILE, ENCODER_FILE, FRAMES
 from model_cards.layout import hub_paths
 from tests.checkpoints import TINY_LLAMA
 
@@ -25,6 +26,7 @@ NEW_TOKENS = 12
 MELS = 80  # genai's processor builds the filterbank of this many bins, as transformers does
 SPECIAL = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>"]
 PROMPT = "".join(SPECIAL[1:])
+FILES = (ENCODER_FILE, DECODER_FILE)
 # genai feeds 3000 frames: 1500 encoder positions
 CONFIG = {
     "num_mel_bins": MELS,
@@ -133,6 +135,35 @@ def test_hub_layout_keeps_genai_files_in_the_variant_folder(package):
     assert hub_paths(manifest, "tokenizer.json", "repo") == both
     graph = "onnx/encoder_model.onnx"
     assert hub_paths(manifest, graph, "pr") == [f"{optimum}encoder_model.onnx"]
+
+
+def test_genai_graphs_match_transformers(package, checkpoint):
+    """encoder.onnx's hidden states and cross caches, then decoder.onnx's logits over both
+    caches (three tokens from an empty self cache, then one per step), as genai runs them."""
+    _, model, words = checkpoint
+    features = np.random.default_rng(4).standard_normal((2, MELS, FRAMES)).astype(np.float32)
+    ids = np.random.default_rng(5).integers(0, len(words), size=(2, 6))
+    with torch.no_grad():
+        hidden = model.get_encoder()(torch.from_numpy(features)).last_hidden_state.numpy()
+        tensors = {"input_features": torch.from_numpy(features)}
+        logits = model(**tensors, decoder_input_ids=torch.from_numpy(ids)).logits.numpy()
+    encoder, decoder = (ort.InferenceSession(str(package / f)) for f in FILES)
+    outputs = encoder.run(None, {"audio_features": features})
+    assert np.abs(outputs[0] - hidden).max() <= 1e-4
+    names = [o.name.replace("present", "past") for o in encoder.get_outputs()[1:]]
+    cross = dict(zip(names, outputs[1:], strict=True))
+    heads = CONFIG["decoder_attention_heads"]
+    size = CONFIG["d_model"] // heads
+    past = {
+        f"past_{kind}_self_{i}": np.zeros((2, heads, 0, size), np.float32)
+        for i in range(CONFIG["decoder_layers"])
+        for kind in ("key", "value")
+    }
+    presents = [o.name.replace("present", "past") for o in decoder.get_outputs()[1:]]
+    for start, end in ((0, 3), (3, 4), (4, 5), (5, 6)):
+        step, *kept = decoder.run(None, {"input_ids": ids[:, start:end], **past, **cross})
+        assert np.abs(step - logits[:, start:end]).max() <= 1e-4, start
+        past = dict(zip(presents, kept, strict=True))
 
 
 def test_genai_greedy_from_log_mel_equals_transformers(package, checkpoint):
