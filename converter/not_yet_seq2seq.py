@@ -56,15 +56,12 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "cache between calls) and text, not an encoder-decoder: its audio codec and cache are "
         "not built",
     ),
-    "moonshine": (
-        "speech",
-        "a speech encoder-decoder over raw audio (a conv stem with group norm, rotary "
-        "attention in both stacks, gated decoder MLPs): not built yet",
-    ),
     "moonshine_streaming": (
         "speech",
         "Moonshine's streaming variant: a causal-conv encoder with per-frame CMVN and asinh "
-        "compression, run over chunks with a sliding window: not built yet",
+        "compression, run over chunks with a sliding window; onnxruntime-genai 0.18 runs it as "
+        "its streaming_enc_dec_asr type from five graphs (frontend, encoder, adapter, cross_kv, "
+        "decoder_kv, float32 only): neither the model nor that layout is built yet",
     ),
     "moss_transcribe_diarize": (
         "speech",
@@ -115,11 +112,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "SpeechEncoderDecoderModel composes a speech encoder (wav2vec2, ...) with a causal "
         "decoder given cross-attention: composed pairs are not built yet",
     ),
-    "speech_to_text": (
-        "speech",
-        "a speech encoder-decoder over filter-bank features (two strided Conv1d with GLU "
-        "subsampling, sinusoidal positions, pre-norm BART-like layers): not built yet",
-    ),
     "speecht5": (
         "speech",
         "SpeechT5's speech-to-text head: a speech pre-net (wav2vec2-like feature encoder), "
@@ -148,10 +140,5 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
     "voxtral_realtime": (
         "speech",
         AUDIO_LM.format("a Mistral LM behind a causal-conv streaming encoder with conv caches"),
-    ),
-    "whisper": (
-        "speech",
-        "a speech encoder-decoder over log-mel features (two Conv1d, sinusoidal encoder "
-        "positions, pre-norm layers, learned decoder positions): not registered yet",
     ),
 }

@@ -8,7 +8,7 @@ from typing import Any
 
 from converter.tasks.seq2seq import SEQ2SEQ_TASKS
 from model_cards import card
-from model_cards.layout import graph_paths
+from model_cards.layout import GENAI_ROLES, graph_paths
 
 TAGS = ("onnx", "onnxruntime", "transformers.js", "mobius")
 OPTIMUM_CLASSES = {
@@ -59,6 +59,12 @@ SEQ2SEQ_TEXT = {
     "compared_on": "one fixed batch of two sources, the second padded: max abs diff and the "
     "lowest cosine similarity",
 }
+# speech recognition by an encoder-decoder (Whisper, Moonshine): SEQ2SEQ_TEXT's graphs and checks
+SPEECH_TEXT = {
+    **SEQ2SEQ_TEXT,
+    "compared_on": "one fixed batch of two inputs (log-mel spectrograms or waveforms): max abs "
+    "diff and the lowest cosine similarity",
+}
 
 
 def is_encoder(variants: list[card.VariantInfo]) -> bool:
@@ -89,7 +95,10 @@ def context(variants: list[card.VariantInfo], rows: list[dict], repo_id: str | N
         row["graphs"] = [card._cell(p) for p in graph_paths(variant.manifest)]
         row["cosine"] = card._number((variant.report or {}).get("min_cosine"), "{:.6f}")
     primary = card._primary(rows)
-    generates = task in SEQ2SEQ_TASKS
+    roles = {c["role"] for v in variants for c in v.manifest.get("components", [])}
+    speech = task not in SEQ2SEQ_TASKS and "decoder" in roles  # Whisper's, not CTC's
+    generates = task in SEQ2SEQ_TASKS or speech
+    optimum = "ORTModelForSpeechSeq2Seq" if speech else "ORTModelForSeq2SeqLM"
     return {
         "task": task,
         "sentence_transformers": any(v.manifest.get("sentence_transformers") for v in variants),
@@ -98,9 +107,9 @@ def context(variants: list[card.VariantInfo], rows: list[dict], repo_id: str | N
         "js_input": JS_INPUTS.get(task, '"ONNX runs everywhere."'),
         "js_options": ", { max_new_tokens: 64 }" if generates else "",
         "generates": generates,
-        "optimum_class": "ORTModelForSeq2SeqLM"
-        if generates
-        else OPTIMUM_CLASSES.get(task, "ORTModel"),
+        "speech": speech,
+        "genai": bool(roles & set(GENAI_ROLES)),
+        "optimum_class": optimum if generates else OPTIMUM_CLASSES.get(task, "ORTModel"),
         "primary_graph": primary["graphs"][0],
-        **(SEQ2SEQ_TEXT if generates else ENCODER_TEXT),
+        **(SPEECH_TEXT if speech else SEQ2SEQ_TEXT if generates else ENCODER_TEXT),
     }

@@ -46,7 +46,7 @@ from huggingface_hub.errors import (
 from converter.errors import MobiusError
 from converter.repo_files import CONFIG, RUNTIME_FILES
 from model_cards import card_path
-from model_cards.layout import hub_path
+from model_cards.layout import hub_paths
 from pipeline.request import PUBLISH as MODES
 from pipeline.request import Publish as Mode
 
@@ -470,8 +470,7 @@ def _operations(
         for path in sorted(Path(local).rglob("*")):
             relative = path.relative_to(local).as_posix()
             if path.is_file() and not any(p.startswith(".") for p in relative.split("/")):
-                target = hub_path(manifest, relative, mode)
-                if target is not None:
+                for target in hub_paths(manifest, relative, mode):
                     placed.setdefault(target, path)
     for target, path in layout_files.items():
         placed.setdefault(target, Path(path))

@@ -73,11 +73,17 @@ def test_runs_on_cpu_within_bounds(family, ep, dtype):
     assert top1 >= bounds["top1"]
 
 
+INLINED = "onnxruntime can inline its ONNX function body instead"
+
+
 def test_default_graphs_are_portable(family):
     for graph in _graphs(_build(family[0], "default", "int4")):
         model = onnx.load(graph, load_external_data=False)
         assert {n.domain for n in model.graph.node} <= {"", "ai.onnx"}
-        assert not structural_report(graph, "cpu")["unsupported_ops"]
+        # a standard op without a kernel that onnxruntime inlines (Moonshine's one-group
+        # GroupNormalization) still runs everywhere
+        kernel_less = structural_report(graph, "cpu")["unsupported_ops"]
+        assert not [line for line in kernel_less if not line.endswith(INLINED)]
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int4"])

@@ -1,9 +1,10 @@
 """ModelPackage: a task's components with their bound weights, and how they are written.
 
 A saved package holds each component's graph (`model.onnx` for a decoder) with its external
-data beside it (`<file>.data`), `genai_config.json` for onnxruntime-genai (text generation),
-the source's tokenizer, processor and generation files, and `mobius.json` recording where it
-came from and how it was built.
+data beside it (`<file>.data`), `genai_config.json` for onnxruntime-genai (text generation, and
+speech models in its whisper layout with `audio_processor_config.json`), the source's
+tokenizer, processor and generation files, and `mobius.json` recording where it came from and
+how it was built.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from converter.config import GENERATION_CONFIG, ArchitectureConfig
 from converter.errors import MobiusError
 from converter.lowering import LoweringReport
 from converter.package.genai_config import GENAI_CONFIG, genai_config
+from converter.package.genai_speech import (
+    AUDIO_PROCESSOR_CONFIG,
+    PREPROCESSOR_CONFIG,
+    audio_processor_config,
+    whisper_genai_config,
+)
 from converter.registry import Family
 from converter.repo_files import CONFIG, RUNTIME_FILES, SENTENCE_TRANSFORMERS
 from converter.sizes import human_size
@@ -72,9 +79,14 @@ class ModelPackage:
             path = staging / component.filename
             path.parent.mkdir(parents=True, exist_ok=True)
             write_graph(component.model, path, progress)
+        generation = _read_json(self.source.path / GENERATION_CONFIG)
         if self.task.name == "text-generation":
-            generation = _read_json(self.source.path / GENERATION_CONFIG)
             _write_json(staging / GENAI_CONFIG, genai_config(self, generation))
+        if any(c.role == "genai-encoder" for c in self.components):  # a whisper-type speech model
+            _write_json(staging / GENAI_CONFIG, whisper_genai_config(self, generation))
+            preprocessor = _read_json(self.source.path / PREPROCESSOR_CONFIG)
+            audio = audio_processor_config(preprocessor, self.config.extra["num_mel_bins"])
+            _write_json(staging / AUDIO_PROCESSOR_CONFIG, audio)
         # Transformers.js and Optimum read the model's config.json beside onnx/ (for text
         # generation, beside the Transformers.js files written from the default variants)
         for name in (CONFIG, *RUNTIME_FILES):

@@ -7,6 +7,7 @@ from converter.tasks.encoding import TEXT_TASKS, TextEncodingTask
 from converter.tasks.image_encoding import IMAGE_TASKS, ImageEncodingTask
 from converter.tasks.modality import PerModality
 from converter.tasks.seq2seq import SEQ2SEQ_TASKS, Seq2SeqTask
+from converter.tasks.speech_seq2seq import SPEECH_TASK, SpeechRecognition
 from converter.tasks.text_generation import DecoderInputs, TextGenerationTask
 from converter.tasks.zero_shot import ZERO_SHOT, ZeroShotImageTask
 
@@ -17,6 +18,8 @@ TASKS = {
     "text-generation": TextGenerationTask(),
     **{name: TextEncodingTask(name) for name in TEXT_TASKS},
     **{name: AudioEncodingTask(name) for name in AUDIO_TASKS},
+    # CTC encoders and speech encoder-decoders (Whisper) share the name
+    SPEECH_TASK: SpeechRecognition(AudioEncodingTask(SPEECH_TASK)),
     "feature-extraction": PerModality(
         "feature-extraction",
         {modality: TASK_CLASSES[modality]("feature-extraction") for modality in TASK_CLASSES},

@@ -16,8 +16,8 @@ from converter.package import MANIFEST
 from converter.validate.metrics import Metrics, compare
 from converter.validate.report import ValidationReport
 
-BATCH, TOKENS, SAMPLES = 2, 12, 3200
-KEPT_TOKENS, KEPT_SAMPLES = 8, 2400  # of the second row; the rest is padding
+BATCH, TOKENS, SAMPLES, FRAMES = 2, 12, 3200, 40
+KEPT_TOKENS, KEPT_SAMPLES, KEPT_FRAMES = 8, 2400, 30  # of the second row; the rest is padding
 
 
 def missing_files(package: Path) -> list[str]:
@@ -76,8 +76,12 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
                 dtype
             )
         elif item.name == "attention_mask":
-            length = SAMPLES if "input_values" in _names(session) else TOKENS
-            kept = KEPT_SAMPLES if length == SAMPLES else KEPT_TOKENS
+            names = _names(session)
+            length, kept = TOKENS, KEPT_TOKENS
+            if "input_values" in names:
+                length, kept = SAMPLES, KEPT_SAMPLES
+            elif "input_features" in names:  # filter-bank frames (Speech2Text)
+                length, kept = FRAMES, KEPT_FRAMES
             mask = np.ones((BATCH, length), dtype)
             mask[1, kept:] = 0
             feeds[item.name] = mask
@@ -92,6 +96,13 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
             continue  # made with the NaFlex pixel values
         elif item.name == "pixel_values":
             feeds[item.name] = rng.standard_normal(_image_shape(item, config)).astype(dtype)
+        elif item.name == "input_features":  # spectrogram frames: Whisper's fixed size, or
+            # FRAMES filter banks [batch, frames, features] with a mask (Speech2Text)
+            shape = (BATCH, *(d if isinstance(d, int) else FRAMES for d in item.shape[1:]))
+            features = rng.standard_normal(shape).astype(dtype)
+            if "attention_mask" in _names(session):
+                features[1, KEPT_FRAMES:] = 0
+            feeds[item.name] = features
         elif item.name == "input_values":
             values = rng.standard_normal((BATCH, SAMPLES)).astype(dtype)
             values[1, KEPT_SAMPLES:] = 0

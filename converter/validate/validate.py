@@ -31,10 +31,20 @@ REFERENCE_EXTRA = ("validate", ("torch", "transformers"))  # pyproject.toml's ex
 PROBES = {"text-generation": text_generation, **dict.fromkeys(SEQ2SEQ_TASKS, seq2seq)}
 
 
-def _probe(task: str):
-    """The probe of `task`: text generation's, the encoder-decoders', or the encoders' one for
-    every other task."""
-    return PROBES.get(task, encoding)
+def _probe(manifest: dict):
+    """The probe of the package's task: text generation's, the encoder-decoders' (also for
+    speech recognition by an encoder-decoder: Whisper), or the encoders' one for every other
+    task."""
+    return seq2seq if _encoder_decoder(manifest) else PROBES.get(manifest["task"], encoding)
+
+
+def _encoder_decoder(manifest: dict) -> bool:
+    """An encoder-decoder package: a seq2seq task, or another task whose graphs include a
+    decoder (speech recognition by Whisper, where CTC models have an encoder alone)."""
+    if manifest["task"] == "text-generation":
+        return False
+    roles = {c["role"] for c in _components(manifest)}
+    return manifest["task"] in SEQ2SEQ_TASKS or "decoder" in roles
 
 
 def validate(
@@ -61,7 +71,7 @@ def validate(
         thresholds=THRESHOLDS[manifest["dtype"]],
         fallbacks=manifest.get("lowering", {}).get("fallbacks", []),
     )
-    probe = _probe(manifest["task"])
+    probe = _probe(manifest)
     report.failures += probe.missing_files(package)
     if ep.ort_provider not in ort.get_available_providers():
         from converter.kernels import structural_report
@@ -85,7 +95,7 @@ def validate(
     source = _resolved(source) if source is not None else _source_of(manifest)
     with tempfile.TemporaryDirectory(prefix="mobius-reference-") as scratch:
         report.reference = kind
-        reference = _reference(kind, source, Path(scratch), manifest["task"])
+        reference = _reference(kind, source, Path(scratch), manifest)
         probe.probe(package, ep.ort_provider, reference, report, steps)
     return report.conclude("passed")
 
@@ -152,7 +162,8 @@ def _source_of(manifest: dict) -> Source:
     return resolve_source(origin["path"], progress=False)
 
 
-def _reference(kind: str, source: Source, scratch: Path, task: str):
+def _reference(kind: str, source: Source, scratch: Path, manifest: dict):
+    task, encoder_decoder = manifest["task"], _encoder_decoder(manifest)
     if kind == "transformers":
         from converter.validate.reference import (
             TransformersEncoder,
@@ -162,13 +173,13 @@ def _reference(kind: str, source: Source, scratch: Path, task: str):
 
         if task == "text-generation":
             return TransformersReference.load(source.path)
-        if task in SEQ2SEQ_TASKS:
+        if encoder_decoder:
             return TransformersSeq2Seq.load(source.path)
         return TransformersEncoder.load(source.path, task)
     from converter.build import build
 
     package = build(str(source.path), ep="default", dtype="f32", task=task, progress=False)
     package.save(scratch, progress=False)
-    if task in SEQ2SEQ_TASKS:
+    if encoder_decoder:
         return OnnxSeq2Seq(scratch)
     return OnnxDecoder(scratch) if task == "text-generation" else OnnxEncoder(scratch)

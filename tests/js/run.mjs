@@ -10,6 +10,7 @@
 //   "auto": an Auto class ("AutoModelForCausalLM", ...) to load the model alone (no tokenizer),
 //   "options": pipeline() / from_pretrained() options (dtype, revision, ...),
 //   "calls": [{"inputs": ..., "options": {...}}                  -> pipe(inputs, options)
+//            | {"audio": [samples], "options": {...}}             -> pipe(Float32Array, options)
 //            | {"generate": {"input_ids": [[...]], ...kwargs}}]  -> model.generate(...)
 // }
 // Answer: {"results": [one per call]}; tensors become {"dims": [...], "data": [...]}.
@@ -61,7 +62,7 @@ async function main() {
   for (const call of request.calls) {
     const out = call.generate
       ? await generate(model, call.generate)
-      : await pipe(call.inputs, call.options ?? {});
+      : await pipe(call.audio ? Float32Array.from(call.audio) : call.inputs, call.options ?? {});
     results.push(plain(out));
   }
   await (pipe ?? model).dispose();

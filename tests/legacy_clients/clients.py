@@ -10,14 +10,17 @@ from optimum.onnxruntime import (
     ORTModelForFeatureExtraction,
     ORTModelForSeq2SeqLM,
     ORTModelForSequenceClassification,
+    ORTModelForSpeechSeq2Seq,
 )
 from sentence_transformers import CrossEncoder, SentenceTransformer
 from transformers import (
     AutoModel,
     AutoModelForSeq2SeqLM,
     AutoModelForSequenceClassification,
+    AutoModelForSpeechSeq2Seq,
     AutoTokenizer,
 )
+from transformers.modeling_outputs import BaseModelOutput
 
 TASKS = {
     "feature-extraction": (ORTModelForFeatureExtraction, AutoModel, "last_hidden_state"),
@@ -84,6 +87,32 @@ def optimum_seq2seq(folder: str, texts: list[str], options: dict) -> dict:
         "onnx": ort_model.generate(**inputs, **settings).tolist(),
         "torch": reference.tolist(),
         "attention_mask": inputs["attention_mask"].tolist(),
+        "merged": ort_model.decoder.is_merged,
+        "onnx_files": [_opened(ort_model.encoder), _opened(ort_model.decoder)],
+    }
+
+
+def optimum_speech_seq2seq(folder: str, features: list, decoder_ids: list, first: int) -> dict:
+    """ORTModelForSpeechSeq2Seq's logits of teacher-forced decoder tokens (the first `first`
+    without a cache, then one per call with the past it returned) beside the torch model's."""
+    features, ids = torch.tensor(features), torch.tensor(decoder_ids)
+    ort_model = ORTModelForSpeechSeq2Seq.from_pretrained(folder)
+    model = AutoModelForSpeechSeq2Seq.from_pretrained(folder).eval()
+    with torch.no_grad():
+        reference = model(input_features=features, decoder_input_ids=ids).logits
+        out = ort_model(input_features=features, decoder_input_ids=ids[:, :first])
+        steps, past = [out.logits], out.past_key_values
+        for i in range(first, ids.shape[1]):
+            out = ort_model(
+                encoder_outputs=BaseModelOutput(out.encoder_last_hidden_state),
+                decoder_input_ids=ids[:, i : i + 1],
+                past_key_values=past,
+            )
+            steps.append(out.logits)
+            past = out.past_key_values
+    return {
+        "onnx": torch.cat(steps, dim=1).tolist(),
+        "torch": reference.tolist(),
         "merged": ort_model.decoder.is_merged,
         "onnx_files": [_opened(ort_model.encoder), _opened(ort_model.decoder)],
     }

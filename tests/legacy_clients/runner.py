@@ -27,10 +27,12 @@ def main() -> None:
         "make-sentence-transformer": tiny_models.sentence_transformer,
         "make-classifier": tiny_models.classifier,
         "make-seq2seq": tiny_models.seq2seq,
+        "make-speech-seq2seq": tiny_models.speech_seq2seq,
         "sentence-transformers": clients.sentence_transformers,
         "cross-encoder": clients.cross_encoder,
         "optimum": clients.optimum,
         "optimum-seq2seq": clients.optimum_seq2seq,
+        "optimum-speech-seq2seq": clients.optimum_speech_seq2seq,
     }
     for line in sys.stdin:
         request = json.loads(line)

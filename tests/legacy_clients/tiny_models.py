@@ -102,3 +102,14 @@ def seq2seq(folder: str, config: dict, seed: int = 0) -> dict:
     model = AutoModelForSeq2SeqLM.from_config(AutoConfig.for_model(**config))
     model.eval().save_pretrained(folder)
     return {"files": sorted(p.relative_to(folder).as_posix() for p in Path(folder).rglob("*"))}
+
+
+def speech_seq2seq(folder: str, config: dict, seed: int = 0) -> dict:
+    """A random speech encoder-decoder (Whisper) of `config` saved by this venv's transformers
+    into `folder`."""
+    from transformers import AutoModelForSpeechSeq2Seq
+
+    torch.manual_seed(seed)
+    model = AutoModelForSpeechSeq2Seq.from_config(AutoConfig.for_model(**config))
+    model.eval().save_pretrained(folder)
+    return {"files": sorted(p.relative_to(folder).as_posix() for p in Path(folder).rglob("*"))}

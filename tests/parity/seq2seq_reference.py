@@ -27,8 +27,9 @@ def make_seq2seq(case_id: str, case: Seq2SeqCase, folder: Path):
     config._attn_implementation = "eager"
     torch.manual_seed(sum(map(ord, case_id)))
     model = getattr(transformers, case.model_class).from_config(config)
+    saved = model.state_dict(keep_vars=True).values()
     with torch.no_grad():
-        for tensor in [*model.parameters(), *model.buffers()]:
+        for tensor in saved:
             if tensor.is_floating_point():
                 tensor.add_(torch.randn_like(tensor) * 0.05)
     model.save_pretrained(folder)
@@ -52,8 +53,37 @@ def left_padded_text_inputs(config: dict) -> dict[str, np.ndarray]:
     return {name: value[:, ::-1].copy() for name, value in text_inputs(config).items()}
 
 
+def log_mel_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Two random log-mel spectrograms of Whisper's fixed length (2 x max_source_positions)."""
+    shape = (BATCH, config["num_mel_bins"], 2 * config["max_source_positions"])
+    return {"input_features": RNG.standard_normal(shape).astype(np.float32)}
+
+
+def waveform_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Two 16 kHz waveforms of 4000 samples, the second zero-padded after 2500."""
+    values = (RNG.standard_normal((BATCH, 4000)) * 0.1).astype(np.float32)
+    mask = np.ones_like(values, dtype=np.int64)
+    values[1, 2500:], mask[1, 2500:] = 0.0, 0
+    return {"input_values": values, "attention_mask": mask}
+
+
+def filter_bank_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Two filter-bank sequences of 40 frames, the second zero-padded after 27."""
+    shape = (BATCH, 40, config["input_feat_per_channel"] * config.get("input_channels", 1))
+    features = RNG.standard_normal(shape).astype(np.float32)
+    mask = np.ones(shape[:2], dtype=np.int64)
+    features[1, 27:], mask[1, 27:] = 0.0, 0
+    return {"input_features": features, "attention_mask": mask}
+
+
 # the encoder's inputs by modality; speech families add theirs (input_features, ...)
-INPUTS = {"text": text_inputs, "text-left-padded": left_padded_text_inputs}
+INPUTS = {
+    "text": text_inputs,
+    "text-left-padded": left_padded_text_inputs,
+    "log-mel": log_mel_inputs,
+    "waveform": waveform_inputs,
+    "filter-bank": filter_bank_inputs,
+}
 
 
 def kept_positions(case: Seq2SeqCase, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
