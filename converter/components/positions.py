@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx_ir as ir
 from onnxscript import nn
+
+from converter.errors import ConfigError
 
 
 class LearnedPositions(nn.Module):
@@ -37,3 +41,26 @@ class SinusoidalPositions(nn.Module):
         if self.zero_at is not None:
             table = op.Where(op.Unsqueeze(op.Equal(rows, self.zero_at), [-1]), 0.0, table)
         return table if self.dtype == ir.DataType.FLOAT else op.Cast(table, to=self.dtype)
+
+
+def fairseq_frequencies(dim: int) -> np.ndarray:
+    """tensor2tensor's exp(-i ln(10000) / (dim/2 - 1)), i < dim / 2, in float32: the sinusoids
+    fairseq (XGLM, M2M-100, Speech2Text, Pegasus-X) lays out as [sin | cos]."""
+    half = dim // 2
+    if dim % 2 or half < 2:
+        raise ConfigError(f"'d_model' = {dim}: fairseq's sinusoids need an even width >= 4")
+    return np.exp(np.arange(half, dtype=np.float32) * np.float32(-math.log(10000) / (half - 1)))
+
+
+def real_tokens(op, input_ids, pad: int):
+    """[batch, sequence] int64: 1 where a token is not padding."""
+    return op.Cast(op.Not(op.Equal(input_ids, pad)), to=ir.DataType.INT64)
+
+
+def counted_positions(op, real, pad: int, start=None):
+    """fairseq's positions: padding_idx + 1, + 2, ... (after `start` [1], the past length) where
+    `real` [batch, n] is 1, padding_idx where it is 0."""
+    counted = op.CumSum(real, 1)
+    if start is not None:
+        counted = op.Add(counted, start)
+    return op.Add(op.Mul(counted, real), pad)

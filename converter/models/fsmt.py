@@ -13,11 +13,10 @@ import dataclasses
 import onnx_ir as ir
 
 from converter.components.linear import Linear
-from converter.components.positions import LearnedPositions
+from converter.components.positions import LearnedPositions, real_tokens
 from converter.config.reader import MAX_VOCAB, ConfigReader
 from converter.config.seq2seq import Seq2SeqConfig, Seq2SeqRules
 from converter.errors import ConfigError
-from converter.models.m2m_100 import real_tokens
 from converter.models.marian import SourceTable
 from converter.models.seq2seq import Seq2SeqDecoder, Seq2SeqEncoder, Seq2SeqModel
 from converter.registry import Family

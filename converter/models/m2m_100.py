@@ -6,12 +6,14 @@ The table ([sin | cos] at frequencies exp(-i ln(10000) / (d_model/2 - 1))) is co
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import onnx_ir as ir
 
-from converter.components.positions import SinusoidalPositions
+from converter.components.positions import (
+    SinusoidalPositions,
+    counted_positions,
+    fairseq_frequencies,
+    real_tokens,
+)
 from converter.config.reader import ConfigReader
 from converter.config.seq2seq import Seq2SeqConfig, Seq2SeqRules
 from converter.errors import ConfigError
@@ -20,23 +22,9 @@ from converter.models.seq2seq import Seq2SeqDecoder, Seq2SeqEncoder, Seq2SeqMode
 from converter.registry import Family
 
 
-def fairseq_frequencies(d_model: int) -> np.ndarray:
-    """exp(-i ln(10000) / (d_model/2 - 1)), i < d_model / 2: tensor2tensor's sinusoids, which
-    fairseq (and Pegasus-X) lay out as [sin | cos]."""
-    half = d_model // 2
-    if d_model % 2 or half < 2:
-        raise ConfigError(f"'d_model' = {d_model}: fairseq's sinusoids need an even width > 2")
-    return np.exp(np.arange(half, dtype=np.float32) * -(math.log(10000) / (half - 1)))
-
-
 def fairseq_positions(cfg: Seq2SeqConfig, dtype: ir.DataType) -> SinusoidalPositions:
     """fairseq's sinusoids, the padding_idx row zeroed."""
     return SinusoidalPositions(fairseq_frequencies(cfg.d_model), dtype, zero_at=cfg.pad_token_id)
-
-
-def real_tokens(op, input_ids, pad: int):
-    """[batch, sequence] int64: 1 where a token is not padding."""
-    return op.Cast(op.Not(op.Equal(input_ids, pad)), to=ir.DataType.INT64)
 
 
 class PaddingAwareStack:
@@ -48,11 +36,7 @@ class PaddingAwareStack:
 
     def position_ids(self, op, input_ids, start=None):
         pad = self.cfg.pad_token_id
-        real = real_tokens(op, input_ids, pad)
-        counted = op.CumSum(real, 1)
-        if start is not None:
-            counted = op.Add(counted, start)
-        return op.Add(op.Mul(counted, real), pad)
+        return counted_positions(op, real_tokens(op, input_ids, pad), pad, start)
 
 
 class M2M100Encoder(PaddingAwareStack, Seq2SeqEncoder):

@@ -21,7 +21,7 @@ from onnxscript import nn
 
 from converter.components.embedding import Embedding
 from converter.components.linear import Linear
-from converter.components.positions import SinusoidalPositions
+from converter.components.positions import SinusoidalPositions, fairseq_frequencies
 from converter.components.seq2seq_attention import (
     FusedCrossAttention,
     Seq2SeqAttention,
@@ -32,7 +32,6 @@ from converter.config.reader import ConfigReader
 from converter.config.seq2seq import Seq2SeqConfig, Seq2SeqRules
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
 from converter.models.bart import SEQ2SEQ_UNUSED
-from converter.models.m2m_100 import fairseq_frequencies
 from converter.models.seq2seq import (
     Seq2SeqDecoder,
     Seq2SeqDecoderLayer,

@@ -14,24 +14,23 @@ differs from pad_token_id, which we follow as it is.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import ClassVar
 
-import numpy as np
 import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import Linear
 from converter.components.conv import Conv1d
 from converter.components.encoder_attention import encoder_attention
-from converter.components.positions import SinusoidalPositions
+from converter.components.positions import counted_positions
 from converter.components.seq2seq_attention import Steps, decoder_kernels
 from converter.config.reader import MAX_POSITIONS, ConfigReader
 from converter.config.seq2seq import Seq2SeqConfig, Seq2SeqRules
 from converter.errors import ConfigError
 from converter.execution_providers import SKIP_NORM
 from converter.models.decoder import tied_logits
+from converter.models.m2m_100 import fairseq_positions
 from converter.models.seq2seq import (
     Seq2SeqDecoder,
     Seq2SeqEncoderLayer,
@@ -75,22 +74,6 @@ class Speech2TextRules(Seq2SeqRules):
             "conv_kernel_sizes": tuple(kernels),
             "max_source_positions": r.int("max_source_positions", hi=MAX_POSITIONS),
         }
-
-
-def fairseq_positions(cfg: Seq2SeqConfig, dtype: ir.DataType) -> SinusoidalPositions:
-    """[sin | cos] at exp(-i ln(10000) / (d_model/2 - 1)), the padding_idx row zero."""
-    half = cfg.d_model // 2
-    frequencies = np.exp(np.arange(half, dtype=np.float32) * -(math.log(10000) / (half - 1)))
-    return SinusoidalPositions(frequencies, dtype, zero_at=cfg.pad_token_id)
-
-
-def counted_positions(op, real, pad: int, start=None):
-    """padding_idx + 1, + 2, ... (after `start` [1]) where `real` [batch, n] is 1, padding_idx
-    where it is 0."""
-    counted = op.CumSum(real, 1)
-    if start is not None:
-        counted = op.Add(counted, start)
-    return op.Add(op.Mul(counted, real), pad)
 
 
 class Subsampler(nn.Module):

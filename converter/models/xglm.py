@@ -4,26 +4,14 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 
-import numpy as np
 import onnx_ir as ir
 
-from converter.components.positions import SinusoidalPositions
+from converter.components.positions import SinusoidalPositions, fairseq_frequencies
 from converter.config import ArchitectureConfig, ConfigReader, MultiHeadRules
-from converter.errors import ConfigError
 from converter.models.decoder import DecoderLM
 from converter.models.opt import FAIRSEQ_POSITION_OFFSET, FairseqBody
 from converter.registry import Family
-
-
-def fairseq_frequencies(dim: int) -> np.ndarray:
-    """tensor2tensor's: exp(-i * ln(10000) / (dim / 2 - 1)) for i < dim / 2, in float32."""
-    if dim % 2 or dim < 4:
-        raise ConfigError(f"'d_model' = {dim}: sinusoidal positions need an even width >= 4")
-    half = dim // 2
-    step = np.float32(-math.log(10000) / (half - 1))
-    return np.exp(np.arange(half, dtype=np.float32) * step)
 
 
 class XGLMBody(FairseqBody):
