@@ -11,7 +11,6 @@ the encoder's attention and the decoder's cross-attention, as transformers does.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import ClassVar
 
 import onnx_ir as ir
 from onnxscript import nn
@@ -26,10 +25,9 @@ from converter.components.seq2seq_attention import Seq2SeqAttention, Steps, deco
 from converter.config.reader import ConfigReader
 from converter.config.rope import parse_rope
 from converter.config.seq2seq import Seq2SeqConfig, Seq2SeqRules
-from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
-from converter.models.decoder import tied_logits
-from converter.models.seq2seq import Seq2SeqModel, sublayer
+from converter.models.seq2seq import sublayer
+from converter.models.speech_seq2seq import SpeechSeq2SeqModel
 from converter.registry import Family
 from converter.tasks.seq2seq import BATCH
 from converter.tasks.speech_seq2seq import SPEECH_TASK
@@ -281,29 +279,8 @@ def positions(op, batch, start, count):
     return op.Expand(row, op.Concat(batch, [1], axis=0))
 
 
-class MoonshineModel(Seq2SeqModel):
-    heads = (SPEECH_TASK,)
-    head_tasks: ClassVar[dict[str, str]] = {"ForConditionalGeneration": SPEECH_TASK}
-    headless_task = SPEECH_TASK
-    modality = "audio"
-    head_name = "proj_out"
-
-    def __init__(self, cfg, dtype, ep, task: str, tensors: frozenset[str], part: str = "both"):
-        Steps.__init__(self)
-        if task not in self.heads:
-            raise ConfigError(f"{cfg.model_type} converts for {', '.join(self.heads)}, not {task}")
-        if part not in ("encoder", "decoder", "both"):
-            raise ValueError("part must be one of encoder, decoder, both")
-        self.cfg, self.dtype, self.ep, self.task, self.tensors = cfg, dtype, ep, task, tensors
-        self.model = MoonshineBody(cfg, dtype, part)
-        untied = part != "encoder" and not cfg.tie_word_embeddings
-        head = Linear(cfg.d_model, cfg.vocab_size, False, dtype, head=True)
-        self.proj_out = head if untied else None
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        """With --int4-lm-head, a head tied to the tokens multiplies by an int4 copy of them."""
-        int4, tied_head = plan.int4, self.body.decoder is not None and self.proj_out is None
-        return {"int4_matmuls": 1} if tied_head and int4 is not None and int4.lm_head else {}
+class MoonshineModel(SpeechSeq2SeqModel):
+    speech_body_cls = MoonshineBody
 
     def encoder_inputs(self, dtype: ir.DataType) -> dict[str, tuple[ir.DataType, list]]:
         """The 16 kHz waveform (float32 in every dtype) and its mask, 1 on real samples."""
@@ -323,11 +300,6 @@ class MoonshineModel(Seq2SeqModel):
         args = (input_ids, encoder_attention_mask, self_past, cross, self.ep, self.dtype, rope)
         hidden, presents = self.body(op, "decode", *args)
         return self.logits(op, hidden), presents
-
-    def logits(self, op, hidden):
-        if self.proj_out is not None:
-            return self.proj_out(op, hidden)
-        return tied_logits(op, self.cfg, self.body.decoder.embed_tokens.weight, hidden)
 
 
 FAMILIES = [

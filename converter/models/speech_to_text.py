@@ -15,12 +15,10 @@ differs from pad_token_id, which we follow as it is.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import ClassVar
 
 import onnx_ir as ir
 from onnxscript import nn
 
-from converter.components import Linear
 from converter.components.conv import Conv1d
 from converter.components.encoder_attention import encoder_attention
 from converter.components.positions import counted_positions
@@ -29,14 +27,13 @@ from converter.config.reader import MAX_POSITIONS, ConfigReader
 from converter.config.seq2seq import Seq2SeqConfig, Seq2SeqRules
 from converter.errors import ConfigError
 from converter.execution_providers import SKIP_NORM
-from converter.models.decoder import tied_logits
 from converter.models.m2m_100 import fairseq_positions
 from converter.models.seq2seq import (
     Seq2SeqDecoder,
     Seq2SeqEncoderLayer,
-    Seq2SeqModel,
     seq2seq_norm,
 )
+from converter.models.speech_seq2seq import SpeechSeq2SeqModel
 from converter.registry import Family
 from converter.tasks.seq2seq import BATCH
 from converter.tasks.speech_seq2seq import SPEECH_TASK
@@ -178,28 +175,9 @@ class Speech2TextBody(Steps):
         return self.decoder(op, "decode", input_ids, None, self_past, cross, kernels)
 
 
-class Speech2TextModel(Seq2SeqModel):
-    heads = (SPEECH_TASK,)
-    head_tasks: ClassVar[dict[str, str]] = {"ForConditionalGeneration": SPEECH_TASK}
-    headless_task = SPEECH_TASK
-    modality = "audio"
-
-    def __init__(self, cfg, dtype, ep, task: str, tensors: frozenset[str], part: str = "both"):
-        Steps.__init__(self)
-        if task not in self.heads:
-            raise ConfigError(f"{cfg.model_type} converts for {', '.join(self.heads)}, not {task}")
-        if part not in ("encoder", "decoder", "both"):
-            raise ValueError("part must be one of encoder, decoder, both")
-        self.cfg, self.dtype, self.ep, self.task, self.tensors = cfg, dtype, ep, task, tensors
-        self.model = Speech2TextBody(cfg, dtype, part)
-        untied = part != "encoder" and not cfg.tie_word_embeddings
-        head = Linear(cfg.d_model, cfg.vocab_size, False, dtype, head=True)
-        self.lm_head = head if untied else None
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        """With --int4-lm-head, a head tied to the tokens multiplies by an int4 copy of them."""
-        int4, tied_head = plan.int4, self.body.decoder is not None and self.lm_head is None
-        return {"int4_matmuls": 1} if tied_head and int4 is not None and int4.lm_head else {}
+class Speech2TextModel(SpeechSeq2SeqModel):
+    speech_body_cls = Speech2TextBody
+    head_name = "lm_head"
 
     def encoder_inputs(self, dtype: ir.DataType) -> dict[str, tuple[ir.DataType, list]]:
         """Filter-bank features (float32 in every dtype) and their mask, 1 on real frames
@@ -222,11 +200,6 @@ class Speech2TextModel(Seq2SeqModel):
         kernels = decoder_kernels(op, self.ep, mask, self.dtype)
         hidden, presents = self.body(op, "decode", input_ids, self_past, cross, kernels)
         return self.logits(op, hidden), presents
-
-    def logits(self, op, hidden):
-        if self.lm_head is not None:
-            return self.lm_head(op, hidden)
-        return tied_logits(op, self.cfg, self.body.decoder.embed_tokens.weight, hidden)
 
 
 FAMILIES = [

@@ -11,7 +11,6 @@ The encoder reads exactly 2 x max_source_positions frames, as transformers insis
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import ClassVar
 
 import onnx_ir as ir
 from onnxscript import nn
@@ -23,16 +22,14 @@ from converter.components.positions import LearnedPositions
 from converter.components.seq2seq_attention import Seq2SeqAttention, Steps
 from converter.config.reader import MAX_POSITIONS, ConfigReader
 from converter.config.seq2seq import Seq2SeqConfig, Seq2SeqRules
-from converter.errors import ConfigError
 from converter.execution_providers import SKIP_NORM
-from converter.models.decoder import tied_logits
 from converter.models.seq2seq import (
     Seq2SeqDecoder,
     Seq2SeqDecoderLayer,
     Seq2SeqEncoderLayer,
-    Seq2SeqModel,
     seq2seq_norm,
 )
+from converter.models.speech_seq2seq import SpeechSeq2SeqModel
 from converter.registry import Family
 from converter.tasks.genai_speech import GENAI_DECODER, GENAI_ENCODER
 from converter.tasks.seq2seq import BATCH
@@ -200,32 +197,11 @@ class WhisperBody(Steps):
         return self.decoder(op, "decode", input_ids, None, self_past, cross, kernels)
 
 
-class WhisperModel(Seq2SeqModel):
-    heads = (SPEECH_TASK,)
-    head_tasks: ClassVar[dict[str, str]] = {"ForConditionalGeneration": SPEECH_TASK}
-    headless_task = SPEECH_TASK
-    modality = "audio"
-    head_name = "proj_out"
+class WhisperModel(SpeechSeq2SeqModel):
+    speech_body_cls = WhisperBody
+    parts = tuple(PARTS)
+    decoding_parts = ("decoder", "both", GENAI_DECODER)
     genai_whisper = True  # its packages hold onnxruntime-genai's whisper graphs too
-
-    def __init__(self, cfg, dtype, ep, task: str, tensors: frozenset[str], part: str = "both"):
-        Steps.__init__(self)
-        if task not in self.heads:
-            raise ConfigError(f"{cfg.model_type} converts for {', '.join(self.heads)}, not {task}")
-        if part not in PARTS:
-            raise ValueError(f"part must be one of {', '.join(PARTS)}")
-        self.cfg, self.dtype, self.ep, self.task, self.tensors = cfg, dtype, ep, task, tensors
-        self.model = WhisperBody(cfg, dtype, part)
-        decoding = part in ("decoder", "both", GENAI_DECODER)
-        untied = decoding and not cfg.tie_word_embeddings
-        head = Linear(cfg.d_model, cfg.vocab_size, False, dtype, head=True)
-        self.proj_out = head if untied else None
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        """With --int4-lm-head, a head tied to the tokens multiplies by an int4 copy of them."""
-        int4, decoder = plan.int4, self.body.decoder
-        tied_head = isinstance(decoder, WhisperDecoder) and self.proj_out is None
-        return {"int4_matmuls": 1} if tied_head and int4 is not None and int4.lm_head else {}
 
     def input_frames(self) -> int:
         """The log-mel frames the encoder reads."""
@@ -244,11 +220,6 @@ class WhisperModel(Seq2SeqModel):
             features = op.Cast(features, to=self.dtype)
         kernel = encoder_attention(op, self.ep, None, self.dtype)  # every frame is real
         return self.body(op, "encode", features, kernel)
-
-    def logits(self, op, hidden):
-        if self.proj_out is not None:
-            return self.proj_out(op, hidden)
-        return tied_logits(op, self.cfg, self.body.decoder.embed_tokens.weight, hidden)
 
 
 FAMILIES = [
