@@ -1,16 +1,16 @@
 """The card of an encoder or encoder-decoder export (every task but text generation): the
 Transformers.js / Optimum / sentence-transformers layout of model_cards/layout.py, usage for
-those libraries."""
+those of the libraries that run it (encoder-decoders: model_cards/runtimes.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from converter.tasks.seq2seq import SEQ2SEQ_TASKS
-from model_cards import card
+from model_cards import card, runtimes
 from model_cards.layout import GENAI_ROLES, graph_paths
 
-TAGS = ("onnx", "onnxruntime", "transformers.js", "mobius")
+TAGS = ("onnx", "onnxruntime", "mobius")
 OPTIMUM_CLASSES = {
     "feature-extraction": "ORTModelForFeatureExtraction",
     "fill-mask": "ORTModelForMaskedLM",
@@ -77,13 +77,32 @@ def task_of(variants: list[card.VariantInfo]) -> str:
 
 def front_matter(source: card.SourceInfo, variants: list[card.VariantInfo]) -> dict[str, Any]:
     """The generic card's metadata (the source's pipeline tag, else the task), the library
-    that loads it (sentence-transformers for its repos, else Transformers.js), encoder tags."""
+    that loads it (sentence-transformers for its repos, else Transformers.js where it runs the
+    export: none named otherwise), encoder tags."""
     data = card.front_matter(source, variants)
-    st = any(v.manifest.get("sentence_transformers") for v in variants)
-    data["library_name"] = "sentence-transformers" if st else "transformers.js"
+    js = _transformers_js(variants)
+    if any(v.manifest.get("sentence_transformers") for v in variants):
+        data["library_name"] = "sentence-transformers"
+    elif js:
+        data["library_name"] = "transformers.js"
     eps = [t for t in data["tags"] if t not in card.BASE_TAGS]
-    data["tags"] = [*TAGS, *eps]
+    data["tags"] = [*TAGS[:2], *(["transformers.js"] if js else []), *TAGS[2:], *eps]
     return data
+
+
+def _generates(variants: list[card.VariantInfo]) -> bool:
+    """An encoder-decoder (text or speech): a decoder among the components."""
+    return any(c["role"] == "decoder" for v in variants for c in v.manifest.get("components", []))
+
+
+def _transformers_js(variants: list[card.VariantInfo]) -> bool:
+    model_type = variants[0].manifest["model_type"]
+    return not _generates(variants) or runtimes.transformers_js_runs(model_type)
+
+
+def _runners(js: bool, optimum: bool) -> str:
+    names = [n for n, runs in (("Transformers.js", js), ("Optimum", optimum)) if runs]
+    return " and ".join(names) or "onnxruntime"
 
 
 def context(variants: list[card.VariantInfo], rows: list[dict], repo_id: str | None) -> dict:
@@ -99,17 +118,38 @@ def context(variants: list[card.VariantInfo], rows: list[dict], repo_id: str | N
     speech = task not in SEQ2SEQ_TASKS and "decoder" in roles  # Whisper's, not CTC's
     generates = task in SEQ2SEQ_TASKS or speech
     optimum = "ORTModelForSpeechSeq2Seq" if speech else "ORTModelForSeq2SeqLM"
+    model_type = variants[0].manifest["model_type"]
+    js = _transformers_js(variants)
+    runs_optimum = not generates or runtimes.optimum_runs(model_type)
+    # M2M-100/NLLB translate into the language whose token the decoder starts with
+    target_language = generates and model_type in runtimes.TARGET_LANGUAGE
+    js_languages = target_language and task == "translation"
     return {
         "task": task,
         "sentence_transformers": any(v.manifest.get("sentence_transformers") for v in variants),
         "load_id": repo_id or "path/to/the/export",
         "js_task": task,
         "js_input": JS_INPUTS.get(task, '"ONNX runs everywhere."'),
-        "js_options": ", { max_new_tokens: 64 }" if generates else "",
+        "js_options": (
+            ', { src_lang: "en", tgt_lang: "fr", max_new_tokens: 64 }'
+            if js_languages
+            else ", { max_new_tokens: 64 }"
+            if generates
+            else ""
+        ),
+        "js_languages": js_languages,
+        "target_language": target_language,
         "generates": generates,
         "speech": speech,
         "genai": bool(roles & set(GENAI_ROLES)),
+        "js_runs": js,
+        "transformers_js_version": runtimes.TRANSFORMERS_JS_VERSION,
+        "optimum": runs_optimum,
+        "optimum_version": runtimes.OPTIMUM_VERSION,
+        "optimum_refusal": runtimes.OPTIMUM_REFUSES.get(model_type, "") if generates else "",
+        "optimum_caveat": runtimes.OPTIMUM_CAVEATS.get(model_type, "") if generates else "",
         "optimum_class": optimum if generates else OPTIMUM_CLASSES.get(task, "ORTModel"),
         "primary_graph": primary["graphs"][0],
+        "runners": _runners(js, runs_optimum),
         **(SPEECH_TEXT if speech else SEQ2SEQ_TEXT if generates else ENCODER_TEXT),
     }

@@ -208,7 +208,7 @@ FAMILIES = [
         "learned positions",
         ("google/bigbird-pegasus-large-arxiv", "google/bigbird-pegasus-large-pubmed"),
         rules=BigBirdPegasusRules(),
-        task="text2text-generation",
+        task="summarization",
         category="seq2seq",
         unused=SEQ2SEQ_UNUSED,
         prefix="model.",

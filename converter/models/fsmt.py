@@ -94,7 +94,7 @@ FAMILIES = [
         "non-padding tokens",
         ("facebook/wmt19-en-de", "facebook/wmt19-ru-en"),
         rules=FSMTRules(),
-        task="text2text-generation",
+        task="translation",
         category="seq2seq",
         prefix="model.",
     ),

@@ -183,7 +183,7 @@ FAMILIES = [
         "sliding window (local attention only: no global_attention_mask input)",
         ("allenai/led-base-16384", "allenai/led-large-16384-arxiv"),
         rules=LEDRules(),
-        task="text2text-generation",
+        task="summarization",
         category="seq2seq",
         unused=(*LED_TABLES, *GLOBAL_PROJECTIONS),
         prefix="led.",

@@ -74,7 +74,7 @@ FAMILIES = [
         "checkpoints too)",
         ("facebook/m2m100_418M", "facebook/nllb-200-distilled-600M"),
         rules=M2M100Rules(),
-        task="text2text-generation",
+        task="translation",
         category="seq2seq",
         unused=SEQ2SEQ_UNUSED,
         prefix="model.",

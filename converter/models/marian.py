@@ -149,7 +149,7 @@ FAMILIES = [
         "([sin | cos]), shared or per-stack token tables",
         ("Helsinki-NLP/opus-mt-en-de", "Helsinki-NLP/opus-mt-fr-en"),
         rules=MarianRules(),
-        task="text2text-generation",
+        task="translation",
         category="seq2seq",
         unused=SEQ2SEQ_UNUSED,
         prefix="model.",

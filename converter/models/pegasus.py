@@ -18,7 +18,7 @@ FAMILIES = [
         rules=Seq2SeqRules(
             pre_norm=True, embedding_norm=False, position_kind="sinusoidal", position_offset=0
         ),
-        task="text2text-generation",
+        task="summarization",
         category="seq2seq",
         unused=SEQ2SEQ_UNUSED,
         prefix="model.",

@@ -245,7 +245,7 @@ FAMILIES = [
         "(staggered blocks), bias-free attention projections, sinusoidal positions",
         ("google/pegasus-x-large", "google/pegasus-x-base"),
         rules=PegasusXRules(),
-        task="text2text-generation",
+        task="summarization",
         category="seq2seq",
         unused=SEQ2SEQ_UNUSED,
         prefix="model.",

@@ -29,7 +29,9 @@ Contract (what converter/tasks/seq2seq.py, converter/validate and the parity har
   Fused-kernel counts: each module declares `expected_fusions(plan)` (here: MultiHeadAttention
   1 per encoder layer, 2 per decoder layer on EPs with it; skip norms per stack).
   A family registers Family(model_type, ModelClass, notes, examples, rules=Seq2SeqRules(...)
-  or its subclass, task="text2text-generation", category="seq2seq", unused=..., prefix=...),
+  or its subclass, task= its generation task (translation, summarization, else
+  text2text-generation: the default a generation head converts for), category="seq2seq",
+  unused=..., prefix=...),
   removes its type from converter/not_yet_seq2seq.py and adds parity cases:
   tests/parity/seq2seq_cases/<family>.py, CASES = {"type" or "type:variant":
   Seq2SeqCase(config={"model_type": ..., tiny sizes}, model_class="AutoModelForSeq2SeqLM",

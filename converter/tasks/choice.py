@@ -3,11 +3,15 @@ names (`BertForMaskedLM` -> fill-mask, `BertModel` -> feature-extraction; a mode
 read some endings its own way in `head_tasks`: `CLIPModel` is zero-shot image classification),
 else the family's default. A bare `...Model` is the headless task of the family's modality:
 its model class says which (`headless_task`, e.g. image-feature-extraction for `ViTModel`;
-feature-extraction unless it says). A head mobius does not convert is refused by name."""
+feature-extraction unless it says). A head that generates text converts for its family's own
+generation task (Marian's translation, Pegasus' summarization, BART's text2text-generation):
+the graphs are the same under each of those names, only the package's metadata differs. A head
+mobius does not convert is refused by name."""
 
 from __future__ import annotations
 
 from converter.errors import ConfigError
+from converter.tasks.seq2seq import SEQ2SEQ_TASKS
 
 # the class-name endings of transformers' task heads, longest first when matching
 HEAD_TASKS = {
@@ -50,6 +54,8 @@ def task_of(raw: dict, family, asked: str | None) -> str:
     task = head_tasks[endings[0]] if endings else None
     if endings and endings[0] == "Model":
         task = getattr(family.model_class, "headless_task", task)
+    if task in SEQ2SEQ_TASKS and family.task in SEQ2SEQ_TASKS:
+        task = family.task
     if task not in family.tasks:
         task = next((t for t in SAME_HEAD.get(task, ()) if t in family.tasks), task)
     if task not in family.tasks:

@@ -116,3 +116,13 @@ def optimum_speech_seq2seq(folder: str, features: list, decoder_ids: list, first
         "merged": ort_model.decoder.is_merged,
         "onnx_files": [_opened(ort_model.encoder), _opened(ort_model.decoder)],
     }
+
+
+def optimum_generates(folder: str, inputs: dict, speech: bool) -> dict:
+    """Greedy tokens of ORTModelForSeq2SeqLM (ORTModelForSpeechSeq2Seq with `speech`) loaded
+    from `folder` and given `inputs` (lists, by name): whether Optimum runs the export at all."""
+    ort_class = ORTModelForSpeechSeq2Seq if speech else ORTModelForSeq2SeqLM
+    ort_model = ort_class.from_pretrained(folder)
+    tensors = {name: torch.tensor(value) for name, value in inputs.items()}
+    tokens = ort_model.generate(**tensors, max_new_tokens=3, do_sample=False, num_beams=1)
+    return {"tokens": tokens.tolist(), "merged": ort_model.decoder.is_merged}

@@ -33,6 +33,7 @@ def main() -> None:
         "optimum": clients.optimum,
         "optimum-seq2seq": clients.optimum_seq2seq,
         "optimum-speech-seq2seq": clients.optimum_speech_seq2seq,
+        "optimum-generates": clients.optimum_generates,
     }
     for line in sys.stdin:
         request = json.loads(line)
