@@ -110,6 +110,8 @@ def context(variants: list[card.VariantInfo], rows: list[dict], repo_id: str | N
         "speech": speech,
         "genai": bool(roles & set(GENAI_ROLES)),
         "optimum_class": optimum if generates else OPTIMUM_CLASSES.get(task, "ORTModel"),
+        "primary": primary,
         "primary_graph": primary["graphs"][0],
+        "sample_audio": SAMPLE_AUDIO,
         **(SPEECH_TEXT if speech else SEQ2SEQ_TEXT if generates else ENCODER_TEXT),
     }
