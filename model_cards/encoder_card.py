@@ -99,12 +99,14 @@ def context(variants: list[card.VariantInfo], rows: list[dict], repo_id: str | N
     speech = task not in SEQ2SEQ_TASKS and "decoder" in roles  # Whisper's, not CTC's
     generates = task in SEQ2SEQ_TASKS or speech
     optimum = "ORTModelForSpeechSeq2Seq" if speech else "ORTModelForSeq2SeqLM"
+    js_input = JS_INPUTS.get(task, '"ONNX runs everywhere."')
     return {
         "task": task,
         "sentence_transformers": any(v.manifest.get("sentence_transformers") for v in variants),
         "load_id": repo_id or "path/to/the/export",
         "js_task": task,
-        "js_input": JS_INPUTS.get(task, '"ONNX runs everywhere."'),
+        "js_input": js_input,
+        "js_audio": SAMPLE_AUDIO in js_input,  # Node decodes no URL: the card says what instead
         "js_options": ", { max_new_tokens: 64 }" if generates else "",
         "generates": generates,
         "speech": speech,
