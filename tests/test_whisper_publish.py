@@ -1,8 +1,8 @@
 """A speech export through the loopback Hub, end to end: `mobius convert --publish pr` of a tiny
 Whisper repo opens one pull request that adds `onnx/` and nothing else (Optimum's and
 Transformers.js' pair, and onnxruntime-genai's folder per variant), and the card's own
-onnxruntime-genai and Transformers.js snippets, run as written, print transformers' greedy
-transcription.
+onnxruntime-genai, Transformers.js and Optimum snippets, run as written, print transformers'
+greedy transcription.
 
 The snippets are taken from the card text; the test changes only what a reader of this PR
 would: the revision (the card says to add it until the PR is merged), the sample audio's URL (a
@@ -31,7 +31,7 @@ from tests.transformers_js import MODULES
 
 BOT, BOT_TOKEN = "mobius-whisper-bot", "hf_mobiusWhisperBotToken01"
 MAX_LENGTH = 64  # the genai snippet's max_length, prompt included
-JS_NEW_TOKENS = 64  # the Transformers.js snippet's max_new_tokens, after the start token
+JS_NEW_TOKENS = OPTIMUM_NEW_TOKENS = 64  # the snippets' max_new_tokens, after the start token
 VARIANT = {  # what each variant folder adds: genai's graphs and the files genai reads
     "encoder.onnx",
     "encoder.onnx.data",
@@ -198,3 +198,40 @@ def test_card_transformers_js_snippet_transcribes(
     # the pipeline's answer as the snippet's console.log prints it
     answer = json.dumps({"text": expected})
     assert printed == _node(transformers_js, "-e", f"console.log({answer})")
+
+
+def test_card_optimum_snippet_transcribes(
+    fake_hub, legacy_clients, checkpoint, published, tmp_path
+):
+    """In the venv of Optimum and transformers 4.57 (tests/legacy_clients), the loopback Hub
+    reached through HF_ENDPOINT as the Python snippets above."""
+    folder, model, words = checkpoint
+    repo_id, _, ref = published
+    card = fake_hub.repos[repo_id].files(ref)["onnx/README.md"].decode()
+    wav = tmp_path / "tone.wav"
+    _write_wav(wav, _tone())
+    processor = f'AutoProcessor.from_pretrained("{repo_id}"'
+    onnx = f'ORTModelForSpeechSeq2Seq.from_pretrained("{repo_id}", '
+    reader = {
+        processor: f'{processor}, revision="{ref}"',
+        onnx: f'{onnx}revision="{ref}", ',
+        SAMPLE_AUDIO: wav.as_uri(),
+    }
+    code = _substituted(_snippet(card, "```python\n", "ORTModelForSpeechSeq2Seq"), reader)
+    env = {k: v for k, v in environment().items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [str(legacy_clients.python), "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-6000:]
+
+    heard = np.frombuffer(wav.read_bytes()[44:], "<i2") / 32768  # as the snippet reads it
+    extractor = transformers.WhisperFeatureExtractor.from_pretrained(folder)
+    features = extractor(heard, sampling_rate=SAMPLING_RATE, return_tensors="np").input_features
+    start = [model.generation_config.decoder_start_token_id]
+    expected = _transformers_text(model, words, features, start, OPTIMUM_NEW_TOKENS)
+    assert done.stdout == f"{[expected]}\n"  # the snippet prints the batch's list
