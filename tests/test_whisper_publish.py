@@ -106,8 +106,9 @@ def _transformers_text(model, words, features: np.ndarray, prompt: list[int], ne
     """transformers' greedy transcription: up to `new` tokens after the prompt, or its end."""
     ids = torch.tensor([prompt])
     with torch.no_grad():
+        encoded = model.get_encoder()(torch.from_numpy(features))
         while ids.shape[1] < len(prompt) + new and ids[0, -1] != model.config.eos_token_id:
-            logits = model(input_features=torch.from_numpy(features), decoder_input_ids=ids).logits
+            logits = model(encoder_outputs=encoded, decoder_input_ids=ids).logits
             ids = torch.cat([ids, logits[:, -1:].argmax(-1)], dim=1)
     assert ids.shape[1] > len(prompt) + 1  # something to transcribe
     return words.decode(ids[0], skip_special_tokens=True)
