@@ -124,12 +124,14 @@ def context(variants: list[card.VariantInfo], rows: list[dict], repo_id: str | N
     # M2M-100/NLLB translate into the language whose token the decoder starts with
     target_language = generates and model_type in runtimes.TARGET_LANGUAGE
     js_languages = target_language and task == "translation"
+    js_input = JS_INPUTS.get(task, '"ONNX runs everywhere."')
     return {
         "task": task,
         "sentence_transformers": any(v.manifest.get("sentence_transformers") for v in variants),
         "load_id": repo_id or "path/to/the/export",
         "js_task": task,
-        "js_input": JS_INPUTS.get(task, '"ONNX runs everywhere."'),
+        "js_input": js_input,
+        "js_audio": SAMPLE_AUDIO in js_input,  # Node decodes no URL: the card says what instead
         "js_options": (
             ', { src_lang: "en", tgt_lang: "fr", max_new_tokens: 64 }'
             if js_languages
@@ -149,7 +151,9 @@ def context(variants: list[card.VariantInfo], rows: list[dict], repo_id: str | N
         "optimum_refusal": runtimes.OPTIMUM_REFUSES.get(model_type, "") if generates else "",
         "optimum_caveat": runtimes.OPTIMUM_CAVEATS.get(model_type, "") if generates else "",
         "optimum_class": optimum if generates else OPTIMUM_CLASSES.get(task, "ORTModel"),
+        "primary": primary,
         "primary_graph": primary["graphs"][0],
         "runners": _runners(js, runs_optimum),
+        "sample_audio": SAMPLE_AUDIO,
         **(SPEECH_TEXT if speech else SEQ2SEQ_TEXT if generates else ENCODER_TEXT),
     }
