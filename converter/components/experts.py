@@ -25,15 +25,26 @@ from converter.weights import Assembly
 
 class PerExpert:
     """`{prefix}.{i}.{gate}.weight`, ...: one torch Linear per expert and projection (what
-    transformers saves for most families)."""
+    transformers saves for most families); `expert` spells an expert's key from its index
+    (Switch Transformers: "expert_{}")."""
 
-    def __init__(self, gate: str = "gate_proj", up: str = "up_proj", down: str = "down_proj"):
+    def __init__(
+        self,
+        gate: str = "gate_proj",
+        up: str = "up_proj",
+        down: str = "down_proj",
+        expert: str = "{}",
+    ):
         self.names = {"gate": gate, "up": up, "down": down}
+        self.expert = expert
+
+    def key(self, prefix: str, index: int, name: str, kind: str) -> str:
+        return f"{prefix}.{self.expert.format(index)}.{name}.{kind}"
 
     def weight(self, prefix: str, part: str, shape: tuple[int, int, int]) -> Assembly:
         experts, out, inner = shape
         name = self.names[part]
-        tensors = tuple((f"{prefix}.{i}.{name}.weight", (out, inner)) for i in range(experts))
+        tensors = tuple((self.key(prefix, i, name, "weight"), (out, inner)) for i in range(experts))
         return Assembly(tensors, np.stack)
 
     def gate_up_stack(self, prefix: str, shape: tuple[int, int, int], kernel: bool) -> Assembly:
@@ -42,7 +53,7 @@ class PerExpert:
         so no stacked copy of either is made on the way (it would double the peak memory)."""
         experts, inner, hidden = shape
         parts = tuple(
-            (f"{prefix}.{i}.{self.names[part]}.weight", (inner, hidden))
+            (self.key(prefix, i, self.names[part], "weight"), (inner, hidden))
             for part in ("gate", "up")
             for i in range(experts)
         )
@@ -64,7 +75,7 @@ class PerExpert:
     def bias(self, prefix: str, part: str, shape: tuple[int, int]) -> Assembly:
         experts, out = shape
         name = self.names[part]
-        tensors = tuple((f"{prefix}.{i}.{name}.bias", (out,)) for i in range(experts))
+        tensors = tuple((self.key(prefix, i, name, "bias"), (out,)) for i in range(experts))
         return Assembly(tensors, np.stack)
 
 
@@ -197,3 +208,58 @@ class Experts(nn.Module):
             up = op.Clip(up, -moe.swiglu_limit, moe.swiglu_limit)
         glu = op.Mul(gate, op.Sigmoid(op.Mul(gate, moe.swiglu_alpha)))
         return op.Mul(glu, op.Add(up, moe.swiglu_beta))
+
+
+class UngatedExperts(nn.Module):
+    """`num_experts` experts without a gate: act(up), then down (Switch Transformers' wi, wo),
+    stacked for their form: the kernel's `fc1` [E, I, H] and `fc2` [E, H, I], or the dense
+    form's `up` [E, H, I] and `down` [E, I, H]. The layout's "up" and "down" name them."""
+
+    # activations com.microsoft.MoE computes as transformers does (its gelu approximates)
+    kernel_activations = ("relu", "silu", "swish")
+
+    def __init__(self, cfg, dtype: ir.DataType, layout, kernel: bool):
+        super().__init__()
+        moe = cfg.moe
+        experts, inner, hidden = moe.num_experts, moe.expert_size, cfg.hidden_size
+        self.moe, self.layout, self.kernel, self.act = moe, layout, kernel, cfg.activation
+        self.shapes = {"up": (experts, inner, hidden), "down": (experts, hidden, inner)}
+        if kernel:
+            self.fc1 = nn.Parameter([experts, inner, hidden], dtype)
+            self.fc2 = nn.Parameter([experts, hidden, inner], dtype)
+        else:
+            self.up = nn.Parameter([experts, hidden, inner], dtype)
+            self.down = nn.Parameter([experts, inner, hidden], dtype)
+
+    @property
+    def dense_stacks(self) -> tuple:
+        return () if self.kernel else (self.up, self.down)
+
+    def assemblies(self) -> dict[str, Assembly]:
+        first, second = (self.fc1, self.fc2) if self.kernel else (self.up, self.down)
+        prefix = first.name.rsplit(".", 1)[0]
+        up = self.layout.weight(prefix, "up", self.shapes["up"])
+        down = self.layout.weight(prefix, "down", self.shapes["down"])
+        if self.kernel:
+            return {first.name: up, second.name: down}
+        return {first.name: up.then(transposed), second.name: down.then(transposed)}
+
+    def forward(self, op, flat, routing, normalize: bool = False):
+        """As Experts.forward: the kernel's router input, or the dense routing weights."""
+        if self.kernel:
+            return op.MoE(
+                flat,
+                routing,
+                self.fc1,
+                None,
+                self.fc2,
+                None,
+                k=self.moe.top_k,
+                normalize_routing_weights=int(normalize),
+                activation_type="silu" if self.act == "swish" else self.act,
+                _domain="com.microsoft",
+            )
+        h = activation(op, self.act, op.MatMul(flat, self.up))  # [E, T, I]
+        y = op.MatMul(h, self.down)  # [E, T, H]
+        per_expert = op.Unsqueeze(op.Transpose(routing, perm=[1, 0]), [2])  # [E, T, 1]
+        return op.ReduceSum(op.Mul(y, per_expert), [0], keepdims=0)

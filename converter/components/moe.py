@@ -107,6 +107,7 @@ class SparseMoe(nn.Module):
     shared_gated = False
     layout = PerExpert()
     router_cls = Router
+    experts_cls = Experts  # or UngatedExperts
     correction_beside_router = False
 
     def __init__(self, cfg, dtype: ir.DataType, ep: ExecutionProvider):
@@ -116,7 +117,7 @@ class SparseMoe(nn.Module):
         self.fallback = self.kernel_refused(cfg, NAME_OF[dtype])
         setattr(self, self.router_name, self.router_cls(cfg, dtype))
         kernel = ep.has(MOE) and self.fallback is None
-        setattr(self, self.experts_name, Experts(cfg, dtype, self.layout, kernel))
+        setattr(self, self.experts_name, self.experts_cls(cfg, dtype, self.layout, kernel))
         if moe.shared_size:
             shared_cfg = dataclasses.replace(cfg, intermediate_size=moe.shared_size)
             setattr(self, self.shared_name, GatedMLP(shared_cfg, dtype))

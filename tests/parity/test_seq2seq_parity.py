@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from converter import build
-from converter.execution_providers import ENCODER_MHA, execution_provider
+from converter.execution_providers import ENCODER_MHA, MOE, execution_provider
 from converter.lowering import Plan, expected_fusions
 from converter.validate.seq2seq_runtime import OnnxSeq2Seq
 from tests.parity.seq2seq_cases import CASES
@@ -64,7 +64,8 @@ def test_encoder_and_cached_decoder_match_transformers(converted, ep):
 def test_cpu_graphs_run_the_fused_kernels(converted):
     """Every attention (encoder self, decoder self with its cache, cross) in
     com.microsoft.MultiHeadAttention, as many as the modules declare, none in the standard
-    Attention op; the norms fused with their residual adds."""
+    Attention op; mixtures of experts in com.microsoft.MoE as declared; the norms fused with
+    their residual adds."""
     package = converted[2]["cpu"]
     plan = Plan(execution_provider("cpu", "f32"))
     fused_norms = 0
@@ -74,6 +75,7 @@ def test_cpu_graphs_run_the_fused_kernels(converted):
         assert declared > 0, component.role
         assert ops.count("MultiHeadAttention") == declared, component.role
         assert "Attention" not in ops, component.role
+        assert ops.count(MOE) == expected_fusions(component.module, plan)[MOE], component.role
         fused_norms += ops.count("SkipLayerNormalization")
         fused_norms += ops.count("SkipSimplifiedLayerNormalization")
     assert fused_norms == package.lowering.fusions.get("skip_norms")
