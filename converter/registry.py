@@ -116,6 +116,7 @@ def coverage() -> list[dict]:
     from converter.not_yet import NOT_YET
     from converter.not_yet_encoders import ENCODER_NOT_YET
     from converter.not_yet_seq2seq import SEQ2SEQ_NOT_YET
+    from converter.not_yet_vlm import VLM_NOT_YET
 
     rows = [
         {
@@ -136,6 +137,7 @@ def coverage() -> list[dict]:
         ("text-generation", NOT_YET),
         ("encoders", ENCODER_NOT_YET),
         ("seq2seq", SEQ2SEQ_NOT_YET),
+        (VLM_SCOPE, VLM_NOT_YET),
     )
     for scope, table in tables:
         rows += [
@@ -151,12 +153,33 @@ def coverage() -> list[dict]:
     return sorted(rows, key=lambda row: (row["model_type"], row["scope"]))
 
 
-SCOPES = ("text-generation", "encoders", "seq2seq")
+VLM_SCOPE = "image-text-to-text"
+SCOPES = ("text-generation", "encoders", "seq2seq", VLM_SCOPE)
 
 
 def scope_of(family: Family) -> str:
-    """The coverage scope a family counts under: text generation, the encoder-decoders (their
-    model class says `coverage_scope = "seq2seq"`), or the encoders."""
-    if family.task == "text-generation":
-        return "text-generation"
+    """The coverage scope a family counts under: text generation, the vision-language models
+    (their task is image-text-to-text), the encoder-decoders (their model class says
+    `coverage_scope = "seq2seq"`), or the encoders."""
+    if family.task in ("text-generation", VLM_SCOPE):
+        return family.task
     return getattr(family.model_class, "coverage_scope", "encoders")
+
+
+def refuse_vision_language(model_type: str, text_type: object) -> UnsupportedModelError:
+    """The error for a config with `vision_config` and `text_config` whose own type is not
+    registered: it is never converted as its text model (`text_type`) in its place. Names the
+    reason the type is not yet supported where a not-yet table lists it."""
+    from converter.not_yet import NOT_YET
+    from converter.not_yet_encoders import ENCODER_NOT_YET
+    from converter.not_yet_seq2seq import SEQ2SEQ_NOT_YET
+    from converter.not_yet_vlm import VLM_NOT_YET
+
+    tables = (VLM_NOT_YET, ENCODER_NOT_YET, SEQ2SEQ_NOT_YET, NOT_YET)
+    listed = next((table[model_type] for table in tables if model_type in table), None)
+    why = f": {listed[1]}" if listed else ": mobius does not know this type"
+    return UnsupportedModelError(
+        f"model_type {model_type!r} is a vision-language model (config.json has vision_config "
+        f"and text_config) that is not supported yet{why}. It is not converted as its text "
+        f"model ({text_type!r}) in its place"
+    )
