@@ -256,10 +256,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "an unfold-convolution ViT with 2-D rotary and a pixel-shuffle MLP into Llama 4's MoE "
         "decoder (chunked attention, no-rope layers): not built yet",
     ),
-    "llava": (
-        "vlm",
-        LLAVA_LIKE.format("a CLIP tower"),
-    ),
     "llava_next": (
         "vlm",
         LLAVA_LIKE.format(

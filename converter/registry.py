@@ -41,6 +41,11 @@ GENAI_DECODER_TYPES = frozenset(
         "smollm3",
     }
 )
+VLM_SCOPE = "image-text-to-text"  # the task and coverage scope of vision-language models
+GENERATIVE = ("text-generation", VLM_SCOPE)  # the tasks onnxruntime-genai may run
+# onnxruntime-genai's vision-language types (vision, embedding and decoder graphs); a VLM
+# family it does not name gets a plain onnxruntime package
+GENAI_VLM_TYPES = frozenset({"gemma3", "mistral3", "phi3v", "qwen2_5_vl", "qwen3_vl"})
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,9 @@ class Family:
     unused: tuple[str, ...] = ()  # checkpoint tensors this family never reads (regexes)
     prefix: str = ""  # base-model prefix some checkpoints omit
     reference_attention: str = "eager"  # transformers' attention implementation to compare with
+    # (pattern, replacement) rewrites of checkpoint names onto the module paths, applied in
+    # order: the other layouts a family's checkpoints come in (converter/weights.py)
+    renames: tuple[tuple[str, str], ...] = ()
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -70,8 +78,12 @@ class Family:
         return self.model_class(cfg, dtype, ep, task, tensors)
 
     @property
-    def genai_type(self) -> str:
+    def genai_type(self) -> str | None:
+        """onnxruntime-genai's model.type: its own name, else its generic "decoder" (text
+        generation); None for a VLM it has no type for."""
         name = self.genai or self.model_type
+        if self.task == VLM_SCOPE:
+            return name if name in GENAI_VLM_TYPES else None
         return name if name in GENAI_DECODER_TYPES else "decoder"
 
 
@@ -126,7 +138,7 @@ def coverage() -> list[dict]:
             "category": family.category,
             "task": family.task,
             "tasks": list(family.tasks),
-            "genai_type": family.genai_type if family.task == "text-generation" else None,
+            "genai_type": family.genai_type if family.task in GENERATIVE else None,
             "parity_eps": list(PARITY_EPS),
             "notes": family.notes,
             "examples": list(family.examples),
@@ -153,7 +165,6 @@ def coverage() -> list[dict]:
     return sorted(rows, key=lambda row: (row["model_type"], row["scope"]))
 
 
-VLM_SCOPE = "image-text-to-text"
 SCOPES = ("text-generation", "encoders", "seq2seq", VLM_SCOPE)
 
 
