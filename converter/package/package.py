@@ -24,7 +24,7 @@ from converter.config import GENERATION_CONFIG, ArchitectureConfig
 from converter.errors import MobiusError
 from converter.lowering import LoweringReport
 from converter.package.genai_config import GENAI_CONFIG, genai_config
-from converter.registry import Family
+from converter.registry import GENERATIVE, Family
 from converter.repo_files import CONFIG, RUNTIME_FILES, SENTENCE_TRANSFORMERS
 from converter.sizes import human_size
 from converter.source import Source
@@ -53,6 +53,13 @@ class ModelPackage:
         if len(self.components) != 1:
             raise ValueError(f"the package has {len(self.components)} components: pick one")
         return self.components[0].model
+
+    @property
+    def runtime(self) -> str:
+        """What runs the package: onnxruntime-genai for generation it has a type for (every
+        decoder; the VLM types it names), onnxruntime otherwise."""
+        generative = self.task.name in GENERATIVE and self.family.genai_type is not None
+        return "onnxruntime-genai" if generative else "onnxruntime"
 
     def save(self, output: str | Path, *, progress: bool = True) -> Path:
         """Write the package into `output`; files appear there only once all are written."""
@@ -107,6 +114,7 @@ class ModelPackage:
             },
             "model_type": self.config.model_type,
             "task": self.task.name,
+            "runtime": self.runtime,
             # a sentence-transformers repo (its modules.json) loads with backend="onnx"
             "sentence_transformers": (self.source.path / SENTENCE_TRANSFORMERS).is_file(),
             "components": [{"role": c.role, "filename": c.filename} for c in self.components],
