@@ -355,10 +355,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "InternViT over dynamic tiles with pixel shuffle, as InternVL: not built yet",
     ),
     "qwen2_5_omni_thinker": ("vlm", OMNI.format("Qwen2.5-Omni's thinker")),
-    "qwen2_5_vl": (
-        "vlm",
-        QWEN_VL_LIKE.format("window attention and 3-D rotary positions in the decoder"),
-    ),
     "qwen2_vl": (
         "vlm",
         QWEN_VL_LIKE.format(

@@ -16,7 +16,7 @@ from converter.errors import ConfigError, WeightsError
 from converter.validate import validate
 from converter.validate.vlm_runtime import OnnxVisionLanguage
 from tests.parity.vlm_cases import CASES
-from tests.parity.vlm_reference import make_vlm, pixel_images, prompt, step_tokens
+from tests.parity.vlm_reference import make_vlm, pixel_inputs, step_tokens
 
 
 def edit_config(source, target, change):
@@ -59,9 +59,8 @@ def _rewrite(folder, rename):
 
 def test_the_hub_and_in_memory_layouts_bind_the_same(llava, tmp_path):
     model, folder = llava
-    image = pixel_images(model)
-    ids = prompt(model, 16)
-    steps = step_tokens(model)
+    image, ids = pixel_inputs(model)
+    steps = step_tokens(model, ids.shape[0])
     want = OnnxVisionLanguage(folder / "package").run(image, ids, steps)
     layouts = {
         # transformers 4's: the CLIP tower under vision_model

@@ -44,13 +44,15 @@ class VisionLanguageRules:
     uses; `image_token_keys` are the spellings of the image token id."""
 
     text_type = "llama"
+    text_family: str | None = None  # whose rules and decoder read the text section, if not its type
     vision_type = ""
     image_token_keys: tuple[str, ...] = ("image_token_id", "image_token_index")
 
     @property
     def nested_types(self) -> tuple[str, ...]:
-        """The section types whose transformers defaults config_defaults.json holds."""
-        return (self.vision_type,)
+        """The section types whose transformers defaults config_defaults.json holds (the text
+        section's own when another family reads it)."""
+        return (self.vision_type, *((self.text_type,) if self.text_family else ()))
 
     def select(self, raw: dict[str, Any]) -> dict[str, Any]:
         return raw
@@ -59,6 +61,7 @@ class VisionLanguageRules:
         text_raw = section(r, "text_config")
         text_type = text_raw.get("model_type") or self.text_type
         text = read_section("text_config", lambda: self.read_text(text_raw, text_type))
+        text_type = self.text_family or text_type
         vision_raw = section(r, "vision_config")
         vision = read_section(
             "vision_config", lambda: self.read_vision(ConfigReader(vision_raw, self.vision_type))
@@ -76,7 +79,7 @@ class VisionLanguageRules:
     def read_text(self, raw: dict[str, Any], text_type: str) -> ArchitectureConfig:
         from converter.registry import family_for
 
-        family = family_for(text_type)
+        family = family_for(self.text_family or text_type)
         if family.task != "text-generation":
             raise ConfigError(f"'model_type' = {text_type!r} is not a text-generation family")
         return family.rules.read(ConfigReader(raw, text_type))

@@ -1,7 +1,8 @@
 """Every vision-language family against transformers on the same random weights (f32), on the
 portable `default` graph and the `cpu` graph with onnxruntime's fused kernels, component by
 component: the vision graph's image features, the embedding graph's merge of them into the
-prompt, and the decoder's logits over the prompt and then one cached step at a time."""
+prompt, and the decoder's logits over the prompt and then one cached step at a time (3-D
+positions from transformers where the family has them)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from converter import build
 from converter.validate.vlm_runtime import OnnxVisionLanguage
 from tests.parity.vlm_cases import CASES
-from tests.parity.vlm_reference import make_vlm, pixel_images, prompt, reference, step_tokens
+from tests.parity.vlm_reference import INPUTS, make_vlm, positions, reference, step_tokens
 
 TOLERANCE = 1e-4
 
@@ -23,24 +24,24 @@ def converted(request, tmp_path_factory):
     model = make_vlm(case_id, CASES[case_id], folder / "hf")
     for ep in ("default", "cpu"):
         build(str(folder / "hf"), ep=ep, progress=False).save(folder / ep, progress=False)
-    return model, folder
+    return CASES[case_id], model, folder
 
 
 @pytest.mark.parametrize("ep", ["default", "cpu"])
 def test_components_match_transformers(converted, ep):
-    model, folder = converted
+    case, model, folder = converted
     runtime = OnnxVisionLanguage(folder / ep)
-    image = pixel_images(model)
-    features = runtime.image_features(image)
-    ids = prompt(model, features.shape[0] // 2)
-    steps = step_tokens(model)
+    image, ids = INPUTS[case.inputs](model)
+    steps = step_tokens(model, ids.shape[0])
     want_features, want_embeds, want_logits = reference(model, image, ids, steps)
+    features = runtime.image_features(image)
     assert features.shape == want_features.shape
     diffs = {"image_features": float(np.abs(features - want_features).max())}
     embeds = runtime.embed(ids, features)
     diffs["inputs_embeds"] = float(np.abs(embeds - want_embeds).max())
-    for i, (got, want) in enumerate(zip(runtime.run(image, ids, steps), want_logits, strict=True)):
-        assert got.shape == want.shape, i
-        diffs[f"logits {i}"] = float(np.abs(got - want).max())
+    got = runtime.run(image, ids, steps, positions(model, image, ids))
+    for i, (a, b) in enumerate(zip(got, want_logits, strict=True)):
+        assert a.shape == b.shape, i
+        diffs[f"logits {i}"] = float(np.abs(a - b).max())
     print(ep, diffs)
     assert max(diffs.values()) <= TOLERANCE, diffs

@@ -9,10 +9,13 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class VlmCase:
     """A tiny config (`model_type`, `text_config`, `vision_config`, ...) for transformers'
-    `model_class`, saved with random weights; `overrides` are config attributes set after
+    `model_class`, saved with random weights; `inputs` names the images and prompt of
+    tests/parity/vlm_reference.py's INPUTS ("pixels": fixed-size images; "patches": Qwen-VL's
+    flattened patches of two grids); `overrides` are config attributes set after
     construction."""
 
     config: dict
+    inputs: str = "pixels"
     model_class: str = "AutoModelForImageTextToText"
     overrides: dict = field(default_factory=dict)
 
