@@ -298,6 +298,19 @@ class Qwen25VlModel(VisionLanguageModel):
     def make_vision(self, cfg, dtype, ep) -> None:
         self.visual = QwenVisionTransformer(cfg.vision, dtype)
 
+    @classmethod
+    def genai_fields(cls, cfg, section: str) -> dict:
+        if section == "model":
+            return {**super().genai_fields(cfg, section), **cfg.extra}
+        if section == "vision":
+            vision = cfg.vision
+            return {
+                "spatial_merge_size": vision.spatial_merge_size,
+                "patch_size": vision.patch_size,
+                "window_size": vision.window_size,
+            }
+        return {}
+
     def image_features(self, op, image) -> ir.Value:
         return self.visual(op, image.pixel_values, image.image_grid_thw)
 

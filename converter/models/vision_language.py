@@ -93,6 +93,12 @@ class VisionLanguageModel(nn.Module):
         """[num_image_tokens, text hidden] from the task's image inputs."""
         raise NotImplementedError
 
+    @classmethod
+    def genai_fields(cls, cfg: VisionLanguageConfig, section: str) -> dict:
+        """What genai_config.json's `section` ("model", "vision", "embedding") says of the
+        family besides file and I/O names."""
+        return {"image_token_id": cfg.image_token_id} if section == "model" else {}
+
     def unused_tensors(self) -> tuple[str, ...]:
         """Checkpoint tensors (regexes, in the canonical names) no graph reads: a tied head's
         copy of the table; a family adds its own (tower layers past the feature layer)."""

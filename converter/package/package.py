@@ -24,6 +24,7 @@ from converter.config import GENERATION_CONFIG, ArchitectureConfig
 from converter.errors import MobiusError
 from converter.lowering import LoweringReport
 from converter.package.genai_config import GENAI_CONFIG, genai_config
+from converter.package.processor_config import PREPROCESSOR_CONFIG, PROCESSOR_CONFIG, WRITERS
 from converter.registry import GENERATIVE, Family
 from converter.repo_files import CONFIG, RUNTIME_FILES, SENTENCE_TRANSFORMERS
 from converter.sizes import human_size
@@ -79,13 +80,20 @@ class ModelPackage:
             path = staging / component.filename
             path.parent.mkdir(parents=True, exist_ok=True)
             write_graph(component.model, path, progress)
-        if self.task.name == "text-generation":
+        written = set()
+        if self.runtime == "onnxruntime-genai":
             generation = _read_json(self.source.path / GENERATION_CONFIG)
             _write_json(staging / GENAI_CONFIG, genai_config(self, generation))
+            writer = WRITERS.get(self.family.genai_type)
+            if writer is not None:
+                # genai's own processor_config.json (a transformers processor's is left out)
+                pre = _read_json(self.source.path / PREPROCESSOR_CONFIG)
+                _write_json(staging / PROCESSOR_CONFIG, writer(pre, self.config.vision))
+                written.add(PROCESSOR_CONFIG)
         # Transformers.js and Optimum read the model's config.json beside onnx/ (for text
         # generation, beside the Transformers.js files written from the default variants)
         for name in (CONFIG, *RUNTIME_FILES):
-            if (self.source.path / name).is_file():
+            if (self.source.path / name).is_file() and name not in written:
                 shutil.copyfile(self.source.path / name, staging / name)
         _write_json(staging / MANIFEST, self.manifest())
 

@@ -12,8 +12,8 @@ TEXT = {
     "num_key_value_heads": 2,
     "vocab_size": 400,
     "max_position_embeddings": 512,
-    "bos_token_id": 1,
-    "eos_token_id": 2,
+    "bos_token_id": 389,
+    "eos_token_id": 389,  # <|endoftext|> of tests/tiny_vlm.py's tokenizer
     "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 1e4},
 }
 VISION = {
