@@ -12,6 +12,7 @@ import transformers
 from PIL import Image
 
 from converter import build
+from converter.validate import validate
 from tests.parity.vlm_cases import CASES
 from tests.parity.vlm_reference import make_vlm
 from tests.tiny_vlm import SPECIALS, save_side_files
@@ -69,3 +70,12 @@ def test_genai_generates_what_transformers_does(checkpoint, ep):
             do_sample=False,
         )
     assert tokens == expected[0, ids.shape[1] :].tolist()
+
+
+def test_validate_runs_the_package_as_genai_does(checkpoint):
+    """The probe's image of 2 x 2 merge blocks, its 3-D positions computed from the grid."""
+    _, folder = checkpoint
+    build(str(folder / "hf"), progress=False).save(folder / "validated", progress=False)
+    report = validate(folder / "validated", reference="transformers", steps=3)
+    assert report.status == "passed", report.failures
+    assert report.greedy_match == 1.0

@@ -22,19 +22,26 @@ def missing_files(package: Path) -> list[str]:
     return []
 
 
-def probe_image(session) -> dict[str, np.ndarray]:
-    """A random image of the vision graph's fixed dims (one image)."""
-    image = {}
-    for meta in session.get_inputs():
-        dims = [1 if isinstance(d, str) or d is None else d for d in meta.shape]
-        image[meta.name] = np.random.default_rng(0).standard_normal(dims).astype(np.float32)
-    return image
+def probe_image(session, config: dict) -> dict[str, np.ndarray]:
+    """One random image the vision graph takes: of its fixed dims, or (flattened patches) a
+    grid of 2 x 2 merge blocks."""
+    rng = np.random.default_rng(0)
+    inputs = {meta.name: meta for meta in session.get_inputs()}
+    if "image_grid_thw" not in inputs:
+        dims = [1 if isinstance(d, str) or d is None else d for d in inputs["pixel_values"].shape]
+        return {"pixel_values": rng.standard_normal(dims).astype(np.float32)}
+    side = 2 * config["vision_config"]["spatial_merge_size"]
+    width = inputs["pixel_values"].shape[-1]
+    return {
+        "pixel_values": rng.standard_normal((side * side, width)).astype(np.float32),
+        "image_grid_thw": np.array([[1, side, side]], dtype=np.int64),
+    }
 
 
 def probe(package: Path, provider: str, reference, report: ValidationReport, steps: int) -> None:
     candidate = OnnxVisionLanguage(package, provider)
     config = json.loads((package / "config.json").read_text())
-    image = probe_image(candidate.vision)
+    image = probe_image(candidate.vision, config)
     tokens = candidate.image_features(image).shape[0]
     image_token = config.get("image_token_id", config.get("image_token_index"))
     text_config = config.get("text_config") or {}

@@ -12,6 +12,7 @@ import numpy as np
 import onnxruntime as ort
 
 from converter.dtypes import ORT_NUMPY
+from converter.validate.mrope import mrope_positions
 
 PAST = "past_key_values."
 
@@ -19,6 +20,7 @@ PAST = "past_key_values."
 class OnnxVisionLanguage:
     def __init__(self, package: Path, provider: str = "CPUExecutionProvider"):
         manifest = json.loads((Path(package) / "mobius.json").read_text())
+        self.config = json.loads((Path(package) / "config.json").read_text())
         files = {c["role"]: c["filename"] for c in manifest["components"]}
 
         def session(role: str) -> ort.InferenceSession:
@@ -50,12 +52,12 @@ class OnnxVisionLanguage:
         positions: np.ndarray | None = None,
     ) -> list[np.ndarray]:
         """Logits (float32) of the prompt `ids` with `image`, then of each step's tokens.
-        `positions`: the prompt's position_ids ([3, batch, sequence] for mrope; default
-        0, 1, ...); each step continues one past the largest."""
+        `positions`: the prompt's position_ids (default: 0, 1, ...; for mrope, Qwen-VL's 3-D
+        positions from the image grids, as onnxruntime-genai computes them); each step
+        continues one past the largest."""
         batch = ids.shape[0]
         if positions is None:
-            positions = np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
-            positions = np.stack([positions] * 3) if self.mrope else positions
+            positions = self.positions(image, ids)
         mask = np.ones_like(ids)
         past = {
             name: np.zeros(
@@ -82,6 +84,13 @@ class OnnxVisionLanguage:
             past = {name.replace("present.", PAST): value for name, value in named}
             results.append(logits.astype(np.float32))
         return results
+
+    def positions(self, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
+        if not self.mrope:
+            return np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
+        merge = self.config["vision_config"]["spatial_merge_size"]
+        grids = image["image_grid_thw"]
+        return mrope_positions(ids, grids, self.config["image_token_id"], merge)
 
     def greedy(
         self,
