@@ -15,6 +15,7 @@ from converter import build
 from converter.errors import ConfigError, WeightsError
 from converter.validate import validate
 from converter.validate.vlm_runtime import OnnxVisionLanguage
+from model_cards.card import SourceInfo, VariantInfo, render
 from tests.parity.vlm_cases import CASES
 from tests.parity.vlm_reference import make_vlm, pixel_inputs, step_tokens
 
@@ -115,3 +116,14 @@ def test_settings_it_cannot_honour_are_refused_by_name(llava, tmp_path, change, 
     edit_config(folder / "hf", tmp_path / "bad", change)
     with pytest.raises(ConfigError, match=message):
         build(str(tmp_path / "bad"), progress=False)
+
+
+def test_the_card_says_onnxruntime_runs_it(llava):
+    _, folder = llava
+    source = SourceInfo.local(folder / "hf", model_type="llava")
+    variant = VariantInfo.from_package(folder / "package")
+    text = render(source, [variant], mode="local", command="mobius")
+    assert "pipeline_tag: image-text-to-text" in text
+    assert "onnxruntime-genai has no type for this architecture" in text
+    assert "- onnxruntime-genai" not in text  # not tagged for a runtime that cannot load it
+    assert "create_multimodal_processor" not in text

@@ -294,6 +294,7 @@ class QwenVisionTransformer(nn.Module):
 class Qwen25VlModel(VisionLanguageModel):
     image_layout = "patches"
     mrope = True
+    image_prompt = "<|vision_start|><|image_pad|><|vision_end|>"  # genai expands the pads
 
     def make_vision(self, cfg, dtype, ep) -> None:
         self.visual = QwenVisionTransformer(cfg.vision, dtype)

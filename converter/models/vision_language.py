@@ -56,6 +56,7 @@ class VisionLanguageModel(nn.Module):
     }
     image_layout = "pixels"  # which image inputs the vision graph reads (tasks/vision_language)
     mrope = False  # the decoder reads [3, batch, sequence] positions
+    image_prompt: str | None = None  # what a prompt holds for an image (the card's snippet)
 
     def __init__(
         self, cfg: VisionLanguageConfig, dtype, ep, task: str, tensors, part: str = "decoder"

@@ -62,6 +62,10 @@ class ModelPackage:
         generative = self.task.name in GENERATIVE and self.family.genai_type is not None
         return "onnxruntime-genai" if generative else "onnxruntime"
 
+    def _image_prompt(self) -> dict[str, str]:
+        prompt = getattr(self.family.model_class, "image_prompt", None)
+        return {"image_prompt": prompt} if prompt else {}
+
     def save(self, output: str | Path, *, progress: bool = True) -> Path:
         """Write the package into `output`; files appear there only once all are written."""
         output = Path(output)
@@ -123,6 +127,8 @@ class ModelPackage:
             "model_type": self.config.model_type,
             "task": self.task.name,
             "runtime": self.runtime,
+            # the text a prompt holds for each image (vision-language models)
+            **self._image_prompt(),
             # a sentence-transformers repo (its modules.json) loads with backend="onnx"
             "sentence_transformers": (self.source.path / SENTENCE_TRANSFORMERS).is_file(),
             "components": [{"role": c.role, "filename": c.filename} for c in self.components],
