@@ -50,14 +50,15 @@ def build(
     cfg = family.rules.read(ConfigReader(family.rules.select(raw), model_type))
     if hasattr(cfg, "vocab_size"):  # image encoders have no tokens to check
         check_generation_config(source.path, cfg.vocab_size)
-    checkpoint = Checkpoint(source.path)
+    checkpoint = Checkpoint(source.path).renamed(family.renames)
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
     task_name = task_of(raw, family, task if isinstance(task, str) or task is None else task.name)
     task = TASKS[task_name] if task is None or isinstance(task, str) else task
     module = family.make_model(cfg, float_type, provider, task_name, frozenset(checkpoint.tensors))
     components = [c.saved_as(dtype) for c in task.components(module, cfg, float_type)]
     tied = getattr(cfg, "tie_word_embeddings", False)
-    unused = (*family.unused, r"lm_head\.weight") if tied else family.unused
+    unused = (*family.unused, *getattr(module, "unused_tensors", tuple)())
+    unused = (*unused, r"lm_head\.weight") if tied else unused
     parameters = {id(p): p for c in components for p in c.module.parameters()}
     assemblies = {
         name: assembly

@@ -41,6 +41,11 @@ GENAI_DECODER_TYPES = frozenset(
         "smollm3",
     }
 )
+VLM_SCOPE = "image-text-to-text"  # the task and coverage scope of vision-language models
+GENERATIVE = ("text-generation", VLM_SCOPE)  # the tasks onnxruntime-genai may run
+# onnxruntime-genai's vision-language types (vision, embedding and decoder graphs); a VLM
+# family it does not name gets a plain onnxruntime package
+GENAI_VLM_TYPES = frozenset({"gemma3", "mistral3", "phi3v", "qwen2_5_vl", "qwen3_vl"})
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,9 @@ class Family:
     unused: tuple[str, ...] = ()  # checkpoint tensors this family never reads (regexes)
     prefix: str = ""  # base-model prefix some checkpoints omit
     reference_attention: str = "eager"  # transformers' attention implementation to compare with
+    # (pattern, replacement) rewrites of checkpoint names onto the module paths, applied in
+    # order: the other layouts a family's checkpoints come in (converter/weights.py)
+    renames: tuple[tuple[str, str], ...] = ()
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -70,8 +78,12 @@ class Family:
         return self.model_class(cfg, dtype, ep, task, tensors)
 
     @property
-    def genai_type(self) -> str:
+    def genai_type(self) -> str | None:
+        """onnxruntime-genai's model.type: its own name, else its generic "decoder" (text
+        generation); None for a VLM it has no type for."""
         name = self.genai or self.model_type
+        if self.task == VLM_SCOPE:
+            return name if name in GENAI_VLM_TYPES else None
         return name if name in GENAI_DECODER_TYPES else "decoder"
 
 
@@ -116,6 +128,7 @@ def coverage() -> list[dict]:
     from converter.not_yet import NOT_YET
     from converter.not_yet_encoders import ENCODER_NOT_YET
     from converter.not_yet_seq2seq import SEQ2SEQ_NOT_YET
+    from converter.not_yet_vlm import VLM_NOT_YET
 
     rows = [
         {
@@ -125,7 +138,7 @@ def coverage() -> list[dict]:
             "category": family.category,
             "task": family.task,
             "tasks": list(family.tasks),
-            "genai_type": family.genai_type if family.task == "text-generation" else None,
+            "genai_type": family.genai_type if family.task in GENERATIVE else None,
             "parity_eps": list(PARITY_EPS),
             "notes": family.notes,
             "examples": list(family.examples),
@@ -136,6 +149,7 @@ def coverage() -> list[dict]:
         ("text-generation", NOT_YET),
         ("encoders", ENCODER_NOT_YET),
         ("seq2seq", SEQ2SEQ_NOT_YET),
+        (VLM_SCOPE, VLM_NOT_YET),
     )
     for scope, table in tables:
         rows += [
@@ -151,12 +165,32 @@ def coverage() -> list[dict]:
     return sorted(rows, key=lambda row: (row["model_type"], row["scope"]))
 
 
-SCOPES = ("text-generation", "encoders", "seq2seq")
+SCOPES = ("text-generation", "encoders", "seq2seq", VLM_SCOPE)
 
 
 def scope_of(family: Family) -> str:
-    """The coverage scope a family counts under: text generation, the encoder-decoders (their
-    model class says `coverage_scope = "seq2seq"`), or the encoders."""
-    if family.task == "text-generation":
-        return "text-generation"
+    """The coverage scope a family counts under: text generation, the vision-language models
+    (their task is image-text-to-text), the encoder-decoders (their model class says
+    `coverage_scope = "seq2seq"`), or the encoders."""
+    if family.task in ("text-generation", VLM_SCOPE):
+        return family.task
     return getattr(family.model_class, "coverage_scope", "encoders")
+
+
+def refuse_vision_language(model_type: str, text_type: object) -> UnsupportedModelError:
+    """The error for a config with `vision_config` and `text_config` whose own type is not
+    registered: it is never converted as its text model (`text_type`) in its place. Names the
+    reason the type is not yet supported where a not-yet table lists it."""
+    from converter.not_yet import NOT_YET
+    from converter.not_yet_encoders import ENCODER_NOT_YET
+    from converter.not_yet_seq2seq import SEQ2SEQ_NOT_YET
+    from converter.not_yet_vlm import VLM_NOT_YET
+
+    tables = (VLM_NOT_YET, ENCODER_NOT_YET, SEQ2SEQ_NOT_YET, NOT_YET)
+    listed = next((table[model_type] for table in tables if model_type in table), None)
+    why = f": {listed[1]}" if listed else ": mobius does not know this type"
+    return UnsupportedModelError(
+        f"model_type {model_type!r} is a vision-language model (config.json has vision_config "
+        f"and text_config) that is not supported yet{why}. It is not converted as its text "
+        f"model ({text_type!r}) in its place"
+    )

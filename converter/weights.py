@@ -14,7 +14,7 @@ import math
 import os
 import re
 import struct
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,6 +92,25 @@ class Checkpoint:
                 if ref.name in self.tensors:
                     raise WeightsError(f"tensor '{ref.name}' appears in two shards")
                 self.tensors[ref.name] = ref
+
+    def renamed(self, renames: Sequence[tuple[str, str]]) -> Checkpoint:
+        """The same tensors under the module paths: each (pattern, replacement) of `renames`
+        rewrites the names it matches, in order (a family's other checkpoint layouts). Errors
+        keep naming the checkpoint's own tensor."""
+        if not renames:
+            return self
+        view = object.__new__(Checkpoint)
+        view.folder, view.tensors = self.folder, {}
+        for name, ref in self.tensors.items():
+            target = name
+            for pattern, replacement in renames:
+                target = re.sub(pattern, replacement, target)
+            if target in view.tensors:
+                raise WeightsError(
+                    f"tensors '{view.tensors[target].name}' and '{name}' are both '{target}'"
+                )
+            view.tensors[target] = ref
+        return view
 
     def _shards(self) -> list[Path]:
         index = self.folder / INDEX
@@ -287,9 +306,11 @@ def bind(
     missing = []
 
     def find(name: str, shape: tuple[int, ...], dtypes=frozenset()) -> TensorRef | None:
-        ref = checkpoint.tensors.get(name)
+        key = name
+        ref = checkpoint.tensors.get(key)
         if ref is None and prefix and name.startswith(prefix):
-            ref = checkpoint.tensors.get(name[len(prefix) :])
+            key = name[len(prefix) :]
+            ref = checkpoint.tensors.get(key)
         if ref is None:
             missing.append(name)
             return None
@@ -299,7 +320,7 @@ def bind(
             )
         if ref.dtype not in _FLOATS | dtypes:
             raise WeightsError(f"tensor '{ref.name}' is {ref.dtype}, expected floating point")
-        used.add(ref.name)
+        used.add(key)
         return ref
 
     for param in parameters:

@@ -22,7 +22,7 @@ from converter.package.package import INLINE_LIMIT
 from converter.package.transformers_js import JS_DTYPES, model_file
 from converter.repo_files import is_repo_id
 from converter.sizes import human_size
-from model_cards import encoder_card
+from model_cards import encoder_card, vlm_card
 
 Mode = Literal["pr", "repo", "local"]  # published as a PR, as a repo, or kept on disk
 
@@ -160,6 +160,20 @@ def render(
         raise ValueError("render(mode='repo') needs repo_id, the repo the card is published in")
     context = _context(source, variants)
     primary = _primary(context["variants"])
+    if vlm_card.is_vlm(variants):
+        return _ENV.get_template("vlm_card.md.j2").render(
+            **context,
+            **vlm_card.context(variants),
+            front_matter=vlm_card.front_matter(source, variants),
+            mode=mode,
+            note=_cell(note),
+            repo_id=_repo_id(target) if target else None,
+            link_prefix="onnx/" if mode == "repo" else "",
+            primary=primary,
+            genai_provider=GENAI_PROVIDERS.get(primary["ep"]),
+            command_fence=_fence(command),
+            command=_TOKEN.sub("hf_***", command.strip()),
+        )
     if encoder_card.is_encoder(variants):
         return _ENV.get_template("encoder_card.md.j2").render(
             **context,

@@ -68,7 +68,9 @@ SPEECH_TEXT = {
 
 
 def is_encoder(variants: list[card.VariantInfo]) -> bool:
-    return any(v.manifest.get("task", "text-generation") != "text-generation" for v in variants)
+    """Every task but text generation and the vision-language models' (model_cards/vlm_card)."""
+    generative = ("text-generation", "image-text-to-text")
+    return any(v.manifest.get("task", "text-generation") not in generative for v in variants)
 
 
 def task_of(variants: list[card.VariantInfo]) -> str:

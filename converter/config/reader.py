@@ -44,18 +44,30 @@ def text_config(config: Any) -> dict[str, Any]:
 
 def model_type_of(config: Any) -> str:
     """The architecture name a config.json declares: its own `model_type` when a family reads
-    the whole file (CLIP, whose `text_config` is a `clip_text_model`), else its text model's
-    (Gemma 3's `gemma3_text`)."""
-    from converter.registry import families
+    the whole file (CLIP, whose `text_config` is a `clip_text_model`; a registered VLM), else its
+    text model's (a text-only config nesting `text_config`). A config with `vision_config` and
+    `text_config` whose own type is not registered is a vision-language model mobius refuses by
+    name: its text model alone would silently drop the images."""
+    from converter.registry import families, refuse_vision_language
 
     nested = text_config(config).get("model_type")
     top = config.get("model_type")
-    model_type = top if isinstance(top, str) and top in families() else nested or top
+    registered = isinstance(top, str) and top in families()
+    if not registered and is_vision_language(config) and isinstance(top, str) and top:
+        raise refuse_vision_language(top, nested)
+    model_type = top if registered else nested or top
     if model_type is None or model_type == "":
         raise ConfigError("'model_type' is missing from config.json")
     if not isinstance(model_type, str):
         raise ConfigError(f"'model_type' must be a string, got {model_type!r}")
     return model_type
+
+
+def is_vision_language(config: dict[str, Any]) -> bool:
+    """Whether config.json describes a vision tower and a text model."""
+    return isinstance(config.get("vision_config"), dict) and isinstance(
+        config.get("text_config"), dict
+    )
 
 
 def token_ids(value: Any, key: str, vocab: int, where: str) -> tuple[int, ...]:

@@ -69,9 +69,12 @@ class TowerEncoder(nn.Module):
         setattr(self, name, layers)
         self.layers_name = name
 
-    def forward(self, op, x, kernel):
+    def forward(self, op, x, kernel, states: list | None = None):
+        """The last layer's output; each layer's is appended to `states` when given."""
         for layer in getattr(self, self.layers_name):
             x = layer(op, x, kernel)
+            if states is not None:
+                states.append(x)
         return x
 
 

@@ -1,8 +1,10 @@
-"""genai_config.json: what onnxruntime-genai reads to run a text-generation package.
+"""genai_config.json: what onnxruntime-genai reads to run a text-generation package, or a
+vision-language one (its `vision` and `embedding` sections beside the decoder's).
 
-Built from the decoder component (its file, its I/O names, its layers' caches) and the
-config; onnxruntime-genai refuses keys it does not know, so only the fields it reads are
-written. A family onnxruntime-genai does not name runs as its generic "decoder" type.
+Built from the decoder component (its file, its I/O names, its layers' caches), the other
+components' files and names, and the config; onnxruntime-genai refuses keys it does not know,
+so only the fields it reads are written. A decoder family onnxruntime-genai does not name runs
+as its generic "decoder" type.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from converter.errors import MobiusError
 from converter.execution_providers import GQA
+from converter.package.processor_config import PROCESSOR_CONFIG, WRITERS
 
 GENAI_CONFIG = "genai_config.json"
 _SEARCH_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalty")
@@ -18,7 +21,7 @@ _SEARCH_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalt
 
 def genai_config(package, generation: dict[str, Any]) -> dict[str, Any]:
     """The config of `package` (a ModelPackage), with `generation` (generation_config.json)."""
-    cfg = package.config
+    cfg = getattr(package.config, "text", package.config)  # a VLM's decoder reads its text's
     [decoder] = [c for c in package.components if c.role == "decoder"]
     kv_heads, head_size = _declared_cache(decoder.caches)
     eos = generation.get("eos_token_id", list(cfg.eos_token_id))
@@ -29,8 +32,11 @@ def genai_config(package, generation: dict[str, Any]) -> dict[str, Any]:
     search = {"max_length": cfg.max_position_embeddings, "num_beams": 1, "do_sample": False}
     search.update({k: generation[k] for k in _SEARCH_KEYS if generation.get(k) is not None})
     attending = sum(cache.attends for cache in decoder.caches)
+    model_class = package.family.model_class
+    fields = getattr(model_class, "genai_fields", lambda cfg, section: {})
     return {
         "model": {
+            **fields(package.config, "model"),
             "type": package.family.genai_type,
             "bos_token_id": bos if bos is not None else pad,
             "eos_token_id": eos if len(eos) != 1 else eos[0],
@@ -47,6 +53,17 @@ def genai_config(package, generation: dict[str, Any]) -> dict[str, Any]:
                 "num_hidden_layers": len(decoder.caches),
                 **decoder.io,
             },
+            **{
+                c.role: {
+                    "filename": c.filename,
+                    **fields(package.config, c.role),
+                    **processor_file(package, c.role),
+                    "session_options": {"log_id": "onnxruntime-genai", "provider_options": []},
+                    **c.io,
+                }
+                for c in package.components
+                if c.role in ("vision", "embedding")
+            },
         },
         # GroupQueryAttention updates a max-length cache in place; the standard op concats.
         "search": {
@@ -54,6 +71,13 @@ def genai_config(package, generation: dict[str, Any]) -> dict[str, Any]:
             **search,
         },
     }
+
+
+def processor_file(package, role: str) -> dict:
+    """The vision section names the processor_config.json the package writes for it."""
+    if role == "vision" and package.family.genai_type in WRITERS:
+        return {"config_filename": PROCESSOR_CONFIG}
+    return {}
 
 
 def _declared_cache(caches) -> tuple[int, int]:

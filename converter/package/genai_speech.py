@@ -18,7 +18,6 @@ from converter.errors import ConfigError
 from converter.tasks.genai_speech import FRAMES
 
 AUDIO_PROCESSOR_CONFIG = "audio_processor_config.json"
-PREPROCESSOR_CONFIG = "preprocessor_config.json"
 SAMPLING_RATE = 16000  # the rate onnxruntime-extensions' LogMelSpectrum assumes
 _SEARCH_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalty")
 _SESSION = {"log_id": "onnxruntime-genai", "provider_options": []}

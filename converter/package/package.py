@@ -27,11 +27,11 @@ from converter.lowering import LoweringReport
 from converter.package.genai_config import GENAI_CONFIG, genai_config
 from converter.package.genai_speech import (
     AUDIO_PROCESSOR_CONFIG,
-    PREPROCESSOR_CONFIG,
     audio_processor_config,
     whisper_genai_config,
 )
-from converter.registry import Family
+from converter.package.processor_config import PREPROCESSOR_CONFIG, PROCESSOR_CONFIG, WRITERS
+from converter.registry import GENERATIVE, Family
 from converter.repo_files import CONFIG, RUNTIME_FILES, SENTENCE_TRANSFORMERS
 from converter.sizes import human_size
 from converter.source import Source
@@ -61,6 +61,17 @@ class ModelPackage:
             raise ValueError(f"the package has {len(self.components)} components: pick one")
         return self.components[0].model
 
+    @property
+    def runtime(self) -> str:
+        """What runs the package: onnxruntime-genai for generation it has a type for (every
+        decoder; the VLM types it names), onnxruntime otherwise."""
+        generative = self.task.name in GENERATIVE and self.family.genai_type is not None
+        return "onnxruntime-genai" if generative else "onnxruntime"
+
+    def _image_prompt(self) -> dict[str, str]:
+        prompt = getattr(self.family.model_class, "image_prompt", None)
+        return {"image_prompt": prompt} if prompt else {}
+
     def save(self, output: str | Path, *, progress: bool = True) -> Path:
         """Write the package into `output`; files appear there only once all are written."""
         output = Path(output)
@@ -80,8 +91,15 @@ class ModelPackage:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_graph(component.model, path, progress)
         generation = _read_json(self.source.path / GENERATION_CONFIG)
-        if self.task.name == "text-generation":
+        written = set()
+        if self.runtime == "onnxruntime-genai":
             _write_json(staging / GENAI_CONFIG, genai_config(self, generation))
+            writer = WRITERS.get(self.family.genai_type)
+            if writer is not None:
+                # genai's own processor_config.json (a transformers processor's is left out)
+                pre = _read_json(self.source.path / PREPROCESSOR_CONFIG)
+                _write_json(staging / PROCESSOR_CONFIG, writer(pre, self.config.vision))
+                written.add(PROCESSOR_CONFIG)
         if any(c.role == "genai-encoder" for c in self.components):  # a whisper-type speech model
             _write_json(staging / GENAI_CONFIG, whisper_genai_config(self, generation))
             preprocessor = _read_json(self.source.path / PREPROCESSOR_CONFIG)
@@ -90,7 +108,7 @@ class ModelPackage:
         # Transformers.js and Optimum read the model's config.json beside onnx/ (for text
         # generation, beside the Transformers.js files written from the default variants)
         for name in (CONFIG, *RUNTIME_FILES):
-            if (self.source.path / name).is_file():
+            if (self.source.path / name).is_file() and name not in written:
                 shutil.copyfile(self.source.path / name, staging / name)
         _write_json(staging / MANIFEST, self.manifest())
 
@@ -119,6 +137,9 @@ class ModelPackage:
             },
             "model_type": self.config.model_type,
             "task": self.task.name,
+            "runtime": self.runtime,
+            # the text a prompt holds for each image (vision-language models)
+            **self._image_prompt(),
             # a sentence-transformers repo (its modules.json) loads with backend="onnx"
             "sentence_transformers": (self.source.path / SENTENCE_TRANSFORMERS).is_file(),
             "components": [{"role": c.role, "filename": c.filename} for c in self.components],

@@ -9,6 +9,7 @@ from converter.tasks.modality import PerModality
 from converter.tasks.seq2seq import SEQ2SEQ_TASKS, Seq2SeqTask
 from converter.tasks.speech_seq2seq import SPEECH_TASK, SpeechRecognition
 from converter.tasks.text_generation import DecoderInputs, TextGenerationTask
+from converter.tasks.vision_language import VLM_TASK, VisionLanguageTask
 from converter.tasks.zero_shot import ZERO_SHOT, ZeroShotImageTask
 
 # the task class of each input modality, for task names several modalities share
@@ -27,6 +28,7 @@ TASKS = {
     ZERO_SHOT: ZeroShotImageTask(),
     **{name: ImageEncodingTask(name) for name in IMAGE_TASKS},
     **{name: Seq2SeqTask(name) for name in SEQ2SEQ_TASKS},
+    VLM_TASK: VisionLanguageTask(),
 }
 
 __all__ = ["OPSET", "TASKS", "Component", "DecoderInputs", "TextGenerationTask"]

@@ -46,6 +46,12 @@ def as_model(graph: ir.Graph) -> ir.Model:
     return ir.Model(graph, ir_version=10, producer_name="mobius")
 
 
+def drop_unused_initializers(graph: ir.Graph) -> None:
+    """Remove the initializers no node reads (a module's parameter its forward skipped)."""
+    for name in [n for n, v in graph.initializers.items() if not v.uses()]:
+        graph.initializers.pop(name)
+
+
 def set_output(builder, value: ir.Value, name: str, dims: list, dtype: ir.DataType) -> None:
     """Name `value` a graph output with its symbolic shape and type."""
     builder.add_output(value, name)

@@ -9,7 +9,13 @@ from onnxscript import GraphBuilder
 
 from converter.config import ArchitectureConfig
 from converter.errors import ConfigError
-from converter.tasks.base import Component, as_model, new_graph, set_output
+from converter.tasks.base import (
+    Component,
+    as_model,
+    drop_unused_initializers,
+    new_graph,
+    set_output,
+)
 
 MODEL_FILE = "model.onnx"
 # Transformers.js sizes the empty first-step cache from the declared input shapes: it fills
@@ -80,6 +86,8 @@ class TextGenerationTask:
         for i, ((key, value), cache) in enumerate(zip(presents, caches, strict=True)):
             set_output(builder, key, self.present_key % i, _dims(cache.key), dtype)
             set_output(builder, value, self.present_value % i, _dims(cache.value), dtype)
+        if self.inputs_embeds:  # the token table, when the head is not tied to it
+            drop_unused_initializers(graph)
         return [Component("decoder", MODEL_FILE, as_model(graph), model, self.io_names(), caches)]
 
     def io_names(self) -> dict:

@@ -180,3 +180,55 @@ class TransformersSeq2Seq:
             step = self.logits(feeds, ids)[:, -1].argmax(-1)
             ids = np.concatenate([ids, step[:, None]], axis=1)
         return ids[:, 1:].tolist(), float("nan")
+
+
+class TransformersVisionLanguage:
+    """A vision-language model fed the package's image inputs (by the vision graph's names) and
+    a prompt holding the image tokens: the same `run` and `greedy` as
+    converter/validate/vlm_runtime.py's OnnxVisionLanguage, teacher-forced in one pass. Greedy
+    decoding is plain argmax."""
+
+    def __init__(self, model) -> None:
+        import torch
+
+        self.torch, self.model = torch, model
+
+    @classmethod
+    def load(cls, folder: Path) -> TransformersVisionLanguage:
+        import torch
+        import transformers
+
+        model = transformers.AutoModelForImageTextToText.from_pretrained(
+            folder, dtype=torch.float32, attn_implementation="eager"
+        )
+        return cls(model.eval())
+
+    def logits(self, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
+        import inspect
+
+        torch = self.torch
+        tensors = {k: torch.from_numpy(v) for k, v in image.items()}
+        tensors["input_ids"] = torch.from_numpy(ids)
+        if "mm_token_type_ids" in inspect.signature(self.model.forward).parameters:
+            # without them transformers 5 gives Qwen-VL text positions only
+            image_token = self.model.config.image_token_id
+            tensors["mm_token_type_ids"] = torch.from_numpy((ids == image_token).astype(np.int64))
+        with torch.no_grad():
+            return self.model(**tensors).logits.float().numpy()
+
+    def run(self, image, ids: np.ndarray, steps: list[np.ndarray], positions=None):
+        """Logits of the prompt and of each step's tokens (`positions` are the ONNX side's
+        concern: transformers computes its own)."""
+        logits = self.logits(image, np.concatenate([ids, *steps], axis=1))
+        length = ids.shape[1]
+        return [
+            logits[:, :length],
+            *(logits[:, length + i : length + i + 1] for i in range(len(steps))),
+        ]
+
+    def greedy(self, image, ids: np.ndarray, new_tokens: int, positions=None) -> list[int]:
+        tokens: list[int] = []
+        for _ in range(new_tokens):
+            seen = np.concatenate([ids, np.array([tokens], dtype=ids.dtype)], axis=1)
+            tokens.append(int(self.logits(image, seen)[0, -1].argmax()))
+        return tokens

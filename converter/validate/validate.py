@@ -20,15 +20,21 @@ from converter.execution_providers import EXECUTION_PROVIDERS
 from converter.package import MANIFEST
 from converter.source import Source, resolve_source
 from converter.tasks.seq2seq import SEQ2SEQ_TASKS
-from converter.validate import encoding, seq2seq, text_generation
+from converter.tasks.vision_language import VLM_TASK
+from converter.validate import encoding, seq2seq, text_generation, vision_language
 from converter.validate.report import THRESHOLDS, ValidationReport
 from converter.validate.runtime import OnnxDecoder, OnnxEncoder
 from converter.validate.seq2seq_runtime import OnnxSeq2Seq
+from converter.validate.vlm_runtime import OnnxVisionLanguage
 
 DECODE_STEPS = 8
 REFERENCES = ("auto", "transformers", "default")
 REFERENCE_EXTRA = ("validate", ("torch", "transformers"))  # pyproject.toml's extra
-PROBES = {"text-generation": text_generation, **dict.fromkeys(SEQ2SEQ_TASKS, seq2seq)}
+PROBES = {
+    "text-generation": text_generation,
+    VLM_TASK: vision_language,
+    **dict.fromkeys(SEQ2SEQ_TASKS, seq2seq),
+}
 
 
 def _probe(manifest: dict):
@@ -169,7 +175,11 @@ def _reference(kind: str, source: Source, scratch: Path, manifest: dict):
             TransformersEncoder,
             TransformersReference,
             TransformersSeq2Seq,
+            TransformersVisionLanguage,
         )
+
+        if task == VLM_TASK:
+            return TransformersVisionLanguage.load(source.path)
 
         if task == "text-generation":
             return TransformersReference.load(source.path)
@@ -182,4 +192,6 @@ def _reference(kind: str, source: Source, scratch: Path, manifest: dict):
     package.save(scratch, progress=False)
     if encoder_decoder:
         return OnnxSeq2Seq(scratch)
+    if task == VLM_TASK:
+        return OnnxVisionLanguage(scratch)
     return OnnxDecoder(scratch) if task == "text-generation" else OnnxEncoder(scratch)

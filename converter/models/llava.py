@@ -1,0 +1,144 @@
+"""LLaVA: a CLIP vision tower whose hidden states at `vision_feature_layer` (one layer, or
+several concatenated), without the class token under the "default" strategy, go through a
+two-layer projector (linear_1, the activation, linear_2) into any registered text decoder
+(Llama for LLaVA 1.5). The vision graph takes fixed-size images: pixel_values [num_images, 3,
+image_size, image_size]."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import onnx_ir as ir
+from onnxscript import nn
+
+from converter.components import Linear, activation
+from converter.components.encoder_attention import encoder_attention
+from converter.config.reader import ConfigReader
+from converter.config.two_tower import TwoTowerRules, VisionTower
+from converter.config.vision_language import VisionLanguageRules
+from converter.errors import ConfigError
+from converter.models.clip import ClipVisionTransformer
+from converter.models.vision_language import VisionLanguageModel
+from converter.registry import Family
+from converter.tasks.vision_language import VLM_TASK
+
+STRATEGIES = ("default", "full")  # drop the class token, or keep it
+
+
+class LlavaRules(VisionLanguageRules):
+    text_type = "llama"
+    vision_type = "clip_vision_model"
+
+    def read_vision(self, r: ConfigReader) -> VisionTower:
+        tower = r.raw.get("model_type", self.vision_type)
+        if tower != self.vision_type:
+            raise ConfigError(
+                f"'model_type' = {tower!r}: LLaVA's vision tower converts as "
+                f"{self.vision_type} only"
+            )
+        return TwoTowerRules("clip_text_model", self.vision_type).read_vision(r)
+
+    def read_extra(self, r: ConfigReader, text, vision: VisionTower) -> dict:
+        layers = r.get("vision_feature_layer")
+        chosen = layers if isinstance(layers, list) else [layers]
+        depth = vision.num_hidden_layers
+        for layer in chosen:
+            valid = isinstance(layer, int) and not isinstance(layer, bool)
+            if not valid or not -depth - 1 <= layer <= depth:
+                raise ConfigError(
+                    f"'vision_feature_layer' = {layers!r} must name hidden states of the "
+                    f"{depth}-layer tower (0..{depth}, or negative from the end)"
+                )
+        strategy = r.str("vision_feature_select_strategy")
+        if strategy not in STRATEGIES:
+            raise ConfigError(
+                f"'vision_feature_select_strategy' = {strategy!r} is not one of "
+                f"{', '.join(STRATEGIES)}"
+            )
+        return {
+            # hidden states index: 0 is the embeddings (after pre_layrnorm), i the i-th layer's
+            "feature_layers": tuple(layer % (depth + 1) for layer in chosen),
+            "drop_class_token": strategy == "default",
+            "projector_act": r.str("projector_hidden_act"),
+            "projector_bias": r.bool("multimodal_projector_bias", True),
+        }
+
+
+class LlavaProjector(nn.Module):
+    def __init__(self, width: int, hidden: int, act: str, bias: bool, dtype: ir.DataType):
+        super().__init__()
+        self.linear_1 = Linear(width, hidden, bias, dtype)
+        self.linear_2 = Linear(hidden, hidden, bias, dtype)
+        self.act = act
+
+    def forward(self, op, x):
+        return self.linear_2(op, activation(op, self.act, self.linear_1(op, x)))
+
+
+class LlavaVisionTower(ClipVisionTransformer):
+    """CLIP's vision transformer run to the deepest feature layer, returning every hidden
+    state (the embeddings after pre_layrnorm, then each layer's output)."""
+
+    def forward(self, op, pixels) -> list[ir.Value]:
+        kernel = encoder_attention(op, self.ep, None, self.dtype)
+        x = self.pre_layrnorm(op, self.embeddings(op, pixels))
+        states = [x]
+        self.encoder(op, x, kernel, states)
+        return states
+
+
+class LlavaModel(VisionLanguageModel):
+    def make_vision(self, cfg, dtype, ep) -> None:
+        extra = cfg.extra
+        self.depth = max(extra["feature_layers"])
+        tower = replace(cfg.vision, num_hidden_layers=self.depth)
+        self.vision_tower = LlavaVisionTower(tower, dtype, ep, pooled=False)
+        width = cfg.vision.hidden_size * len(extra["feature_layers"])
+        self.multi_modal_projector = LlavaProjector(
+            width, cfg.text.hidden_size, extra["projector_act"], extra["projector_bias"], dtype
+        )
+
+    def unused_tensors(self) -> tuple[str, ...]:
+        depth = max(self.cfg.extra["feature_layers"])
+        total = self.cfg.vision.num_hidden_layers
+        return (
+            *super().unused_tensors(),
+            r"vision_tower\.post_layernorm\.(weight|bias)",
+            *(rf"vision_tower\.encoder\.layers\.{i}\..+" for i in range(depth, total)),
+        )
+
+    def image_features(self, op, image) -> ir.Value:
+        states = self.vision_tower(op, image.pixel_values)
+        chosen = [states[i] for i in self.cfg.extra["feature_layers"]]
+        if self.cfg.extra["drop_class_token"]:
+            chosen = [op.Slice(s, [1], [(1 << 63) - 1], [1]) for s in chosen]
+        x = chosen[0] if len(chosen) == 1 else op.Concat(*chosen, axis=-1)
+        features = self.multi_modal_projector(op, x)
+        return op.Reshape(features, [-1, self.cfg.text.hidden_size])
+
+
+# checkpoints written by transformers 4 and 5's save_pretrained keep `language_model.model.`,
+# `language_model.lm_head.`, `vision_tower.vision_model.` (4) or `vision_tower.` (5), and
+# `multi_modal_projector.`; transformers 5's module names put them under `model.`
+LLAVA_RENAMES = (
+    (r"^model\.language_model\.", "language_model.model."),
+    (r"^lm_head\.", "language_model.lm_head."),
+    (r"^model\.vision_tower\.", "vision_tower."),
+    (r"^model\.multi_modal_projector\.", "multi_modal_projector."),
+    (r"^vision_tower\.vision_model\.", "vision_tower."),
+)
+
+FAMILIES = [
+    Family(
+        "llava",
+        LlavaModel,
+        "a CLIP vision tower's chosen hidden states through a two-layer projector in place of "
+        "the image tokens of a registered text decoder (vision.onnx, embedding.onnx, "
+        "model.onnx; onnxruntime runs it, onnxruntime-genai has no LLaVA type)",
+        ("llava-hf/llava-1.5-7b-hf",),
+        rules=LlavaRules(),
+        task=VLM_TASK,
+        category="vlm",
+        renames=LLAVA_RENAMES,
+    ),
+]

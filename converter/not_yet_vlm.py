@@ -1,0 +1,435 @@
+"""Vision-language model types of the pinned transformers that mobius does not convert yet, each
+with its category and the reason. The image-text-to-text scope is every type of transformers'
+MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES (tests/test_vlm_coverage.py holds each to being
+registered, and then parity-tested, or listed here). A VLM converts as three components (vision,
+embedding, decoder: converter/tasks/vision_language.py); the reasons say what a type needs
+beyond that."""
+
+LLAVA_LIKE = (
+    "LLaVA's layout (a vision tower, a projector, the image features in place of the image "
+    "tokens) with {}: not built yet"
+)
+QWEN_VL_LIKE = (
+    "a Qwen-VL-style vision tower over the processor's flattened patches (2-D rotary, a patch "
+    "merger) with {}: not built yet"
+)
+ENCODER_DECODER = (
+    "an image-conditioned encoder-decoder ({}): the decoder cross-attends to the image encoder, "
+    "which the vision + embedding + decoder layout does not carry; not yet"
+)
+VQ_TOKENS = (
+    "images become discrete tokens of a VQ-VAE codebook ({}) that the decoder reads as ordinary "
+    "ids: the VQ encoder graph is not built yet"
+)
+QFORMER = (
+    "a Q-Former ({}) turns the vision tower's patches into a fixed set of query tokens before "
+    "the language model: not built yet"
+)
+TEXT_NOT_YET = "its text model ({}) does not convert yet (see the text-generation scope)"
+OCR_SAM = (
+    "a SAM-style windowed ViT with a convolutional neck ({}) as the image encoder: not built yet"
+)
+OMNI = (
+    "an omni model: audio and vision towers both feed {}; the audio tower and its embedding "
+    "merge are not built yet"
+)
+MINICPM = (
+    "MiniCPM-V's layout: a SigLIP-style tower over variable-size slices with a windowed "
+    "attention merger and a downsampling MLP ({}): not built yet"
+)
+
+VLM_NOT_YET: dict[str, tuple[str, str]] = {
+    "apertus1p5": ("vlm", VQ_TOKENS.format("a ResNet-and-attention vision tokenizer")),
+    "aria": (
+        "vlm",
+        "an Idefics-3-style SigLIP tower whose patches a cross-attention projector with learned "
+        "queries pools, into a mixture-of-experts text model (aria_text): not built yet",
+    ),
+    "aya_vision": (
+        "vlm",
+        LLAVA_LIKE.format(
+            "a SigLIP tower, a pixel-shuffle downsample and a SwiGLU projector into Cohere 2"
+        ),
+    ),
+    "blip": (
+        "vlm",
+        "a ViT whose features a BERT-layout text decoder cross-attends to in every layer: the "
+        "cross-attention decoder is not the embedding-merge layout; not yet",
+    ),
+    "blip-2": ("vlm", QFORMER.format("BLIP-2's, with OPT or Flan-T5 behind it")),
+    "chameleon": ("vlm", VQ_TOKENS.format("Chameleon's VQGAN, its ids mapped into the vocabulary")),
+    "cohere2_vision": (
+        "vlm",
+        LLAVA_LIKE.format(
+            "a SigLIP tower, a pixel-shuffle downsample, a SwiGLU projector and "
+            "tiled images into Cohere 2"
+        ),
+    ),
+    "cohere_compass": (
+        "vlm",
+        QWEN_VL_LIKE.format("Cohere's own text model and sequence-classification heads"),
+    ),
+    "cosmos3_edge": (
+        "vlm",
+        "a ViT with a patch merger into its own text model (cosmos3_edge_text): not built yet",
+    ),
+    "cosmos3_omni": (
+        "vlm",
+        "Qwen3-VL's layout (DeepStack features added into the first decoder layers, interleaved "
+        "3-D positions): the qwen3_vl family is not built yet",
+    ),
+    "deepseek_ocr2": ("vlm", OCR_SAM.format("with a second rotary ViT, into a DeepSeek MoE")),
+    "deepseek_vl": (
+        "vlm",
+        LLAVA_LIKE.format("a SigLIP tower and DeepSeek's aligner MLP into Llama"),
+    ),
+    "deepseek_vl_hybrid": (
+        "vlm",
+        "two vision towers (SigLIP at low resolution, a SAM ViT with a neck at high "
+        "resolution) whose features are concatenated before the aligner: not built yet",
+    ),
+    "diffusion_gemma": (
+        "vlm",
+        "a block-diffusion language model (an encoder and a decoder denoising blocks of tokens "
+        "in parallel): not autoregressive generation, which the decoder graph assumes",
+    ),
+    "dots3_note": (
+        "vlm",
+        "a mixture-of-experts vision tower and an audio tower into a sparse-attention MoE "
+        "decoder with an indexer: not built yet",
+    ),
+    "emu3": ("vlm", VQ_TOKENS.format("Emu3's 3-D VQ-VAE")),
+    "ernie4_5_vl_moe": (
+        "vlm",
+        QWEN_VL_LIKE.format(
+            "a variable-resolution resampler and a multimodal MoE decoder "
+            "whose experts split by modality"
+        ),
+    ),
+    "evolla": (
+        "vlm",
+        "a protein-language model: a SaProt encoder and a resampler feed cross-attention layers "
+        "of a Llama decoder, not images",
+    ),
+    "exaone4_5": ("vlm", QWEN_VL_LIKE.format("EXAONE 4's hybrid-attention decoder")),
+    "fast_vlm": (
+        "vlm",
+        LLAVA_LIKE.format("a FastViTHD convolutional tower loaded through timm"),
+    ),
+    "florence2": ("seq2seq", ENCODER_DECODER.format("a DaViT tower feeding BART")),
+    "fuyu": (
+        "vlm",
+        "no vision tower: image patches are linearly projected straight into a Persimmon "
+        "decoder, with newline tokens between patch rows; the patch embedding component is not "
+        "built yet",
+    ),
+    "gemma3": (
+        "vlm",
+        "SigLIP tower, average pooling to mm_tokens_per_image, Gemma 3's soft-token projector, "
+        "and bidirectional attention among an image's tokens in the decoder: not built yet",
+    ),
+    "gemma3n": (
+        "vlm",
+        "a MobileNet-v5 vision tower and a Conformer audio tower into Gemma 3n's AltUp/LAuReL "
+        "decoder with per-layer embeddings: not built yet",
+    ),
+    "gemma4": (
+        "vlm",
+        "Gemma 4's vision tower (2-D rotary, pooled patches) and audio tower into gemma4_text: "
+        "not built yet",
+    ),
+    "gemma4_unified": (
+        "vlm",
+        "Gemma 4's unified layout (the vision embedder inside the text model, an audio tower): "
+        "not built yet",
+    ),
+    "git": (
+        "vlm",
+        "a CLIP tower whose projected features prefix a BERT-layout causal decoder that attends "
+        "to them bidirectionally: not the embedding-merge layout; not yet",
+    ),
+    "glm46v": ("vlm", QWEN_VL_LIKE.format("GLM-4V's 3-D positions and GLM-4 decoder")),
+    "glm4v": (
+        "vlm",
+        QWEN_VL_LIKE.format(
+            "learned position embeddings interpolated per image and GLM-4's decoder"
+        ),
+    ),
+    "glm4v_moe": ("vlm", QWEN_VL_LIKE.format("GLM-4.5's mixture-of-experts decoder")),
+    "glm5_next": (
+        "vlm",
+        "a vision tower into a decoder with hyper-connections, linear attention and an indexer: "
+        "not built yet",
+    ),
+    "glm_ocr": ("vlm", QWEN_VL_LIKE.format("GLM's OCR decoder")),
+    "glmga": ("vlm", QWEN_VL_LIKE.format("GLM-4V's 3-D positions and GLM-4 decoder")),
+    "got_ocr2": ("vlm", OCR_SAM.format("GOT-OCR 2.0, into Qwen2")),
+    "granite4_vision": (
+        "vlm",
+        "LLaVA-NeXT tiling with a windowed Q-Former downsampler into Granite 4: not built yet",
+    ),
+    "granite_docling": (
+        "vlm",
+        "a SigLIP-style tower with a routed DeepStack connector feeding several decoder "
+        "layers: not built yet",
+    ),
+    "hunyuan_vl": ("vlm", QWEN_VL_LIKE.format("Hunyuan's dense decoder")),
+    "hy_v4_vl": (
+        "vlm",
+        QWEN_VL_LIKE.format("a decoder with hyper-connections, an indexer and experts"),
+    ),
+    "hyperclovax_vision_v2": (
+        "vlm",
+        "Qwen2.5-VL's vision tower into HyperCLOVA X: the text model is not wired to it yet",
+    ),
+    "idefics": (
+        "vlm",
+        "a perceiver resampler and gated cross-attention layers inserted into a Llama decoder "
+        "(Flamingo's layout): not built yet",
+    ),
+    "idefics2": (
+        "vlm",
+        "a SigLIP tower with a perceiver resampler into Mistral: not built yet",
+    ),
+    "idefics3": (
+        "vlm",
+        "a SigLIP tower over image splits, a pixel-shuffle connector into Llama: not built yet",
+    ),
+    "inkling2": (
+        "vlm",
+        "a decoder of sliding and full attention with short convolutions and relative position "
+        "biases: its cache and attention are not built yet",
+    ),
+    "inkling2_loop": (
+        "vlm",
+        "Inkling 2's decoder run in loops with message gates: not built yet",
+    ),
+    "inkling_mm_model": (
+        "vlm",
+        "vision and audio towers into an MoE decoder with short convolutions: not built yet",
+    ),
+    "instructblip": ("vlm", QFORMER.format("InstructBLIP's, reading the instruction too")),
+    "instructblipvideo": ("vlm", QFORMER.format("InstructBLIP-Video's, per frame")),
+    "internvl": (
+        "vlm",
+        "InternViT (layer scale, optional qk-norm) over dynamic tiles, pixel shuffle and an MLP "
+        "projector: not built yet",
+    ),
+    "janus": (
+        "vlm",
+        "SigLIP understanding tower plus a VQ-VAE generation head: the understanding path is "
+        "LLaVA-like, the generation head is not built; not yet",
+    ),
+    "kimi_k25": (
+        "vlm",
+        "a MoonViT tower (2-D rotary, native resolution) into DeepSeek-V3's latent attention "
+        "MoE: not built yet",
+    ),
+    "kosmos-2": (
+        "vlm",
+        "a CLIP-style tower with a latent-query resampler into a decoder with sinusoidal "
+        "positions and grounding tokens: not built yet",
+    ),
+    "kosmos-2.5": (
+        "vlm",
+        "a Pix2Struct-style variable-resolution tower (flattened patches with row/column "
+        "embeddings) into a sinusoidal-position decoder: not built yet",
+    ),
+    "lfm2_vl": (
+        "vlm",
+        LLAVA_LIKE.format(
+            "a SigLIP 2 NaFlex tower, pixel unshuffle and LFM2's hybrid convolution decoder"
+        ),
+    ),
+    "lfm3_vl": (
+        "vlm",
+        "its own vision tower with short convolutions into LFM3: not built yet",
+    ),
+    "lighton_ocr": (
+        "vlm",
+        LLAVA_LIKE.format(
+            "a Pixtral tower (2-D rotary, variable size) and a patch merger into Qwen3"
+        ),
+    ),
+    "llama4": (
+        "vlm",
+        "an unfold-convolution ViT with 2-D rotary and a pixel-shuffle MLP into Llama 4's MoE "
+        "decoder (chunked attention, no-rope layers): not built yet",
+    ),
+    "llava_next": (
+        "vlm",
+        LLAVA_LIKE.format(
+            "AnyRes tiling: per-tile features unpadded to the image's aspect and "
+            "an image_newline token per row"
+        ),
+    ),
+    "llava_next_video": (
+        "vlm",
+        LLAVA_LIKE.format("AnyRes tiling and pooled video frames"),
+    ),
+    "llava_onevision": (
+        "vlm",
+        LLAVA_LIKE.format("AnyRes-max tiling, a SigLIP tower and image_newline tokens"),
+    ),
+    "minicpm_ocr": ("vlm", MINICPM.format("MiniCPM OCR")),
+    "minicpmv4_6": ("vlm", MINICPM.format("MiniCPM-V 4.6")),
+    "minicpmv4_7": ("vlm", MINICPM.format("MiniCPM-V 4.7")),
+    "minimax_m3_vl": (
+        "vlm",
+        "a vision tower into MiniMax M3's sparse-attention MoE decoder: not built yet",
+    ),
+    "mistral3": (
+        "vlm",
+        LLAVA_LIKE.format(
+            "a Pixtral tower (2-D rotary, variable image size, block-diagonal "
+            "attention) and a spatial patch merger"
+        ),
+    ),
+    "mistral4": (
+        "vlm",
+        "Mistral 4's latent-attention MoE decoder, listed here only as a causal LM: "
+        + TEXT_NOT_YET.format("mistral4"),
+    ),
+    "mistral_large4": (
+        "vlm",
+        "a Pixtral tower into a sparse-attention MoE decoder with an indexer: not built yet",
+    ),
+    "mllama": (
+        "vlm",
+        "a tiled vision encoder with aspect-ratio embeddings feeding cross-attention layers "
+        "interleaved in the Llama decoder: not the embedding-merge layout; not yet",
+    ),
+    "molmo2": (
+        "vlm",
+        "a ViT whose multi-layer features an attention-pooling adapter reduces per crop: not "
+        "built yet",
+    ),
+    "muse_glimmer": (
+        "vlm",
+        "a vision tower into a decoder with centered RMSNorm and normed embeddings: not built yet",
+    ),
+    "muse_spark": (
+        "vlm",
+        "vision and audio towers into an MoE decoder with residual gates: not built yet",
+    ),
+    "nemotron_h_omni": (
+        "vlm",
+        "a RADIO vision tower and an audio tower into Nemotron-H's hybrid Mamba decoder: "
+        + TEXT_NOT_YET.format("nemotron_h"),
+    ),
+    "ovis2": (
+        "vlm",
+        "visual tokens are probability vectors over a visual embedding table (a soft lookup), "
+        "not features: not built yet",
+    ),
+    "paddleocr_vl": (
+        "vlm",
+        "a NaViT-style SigLIP tower with 2-D rotary and a projector into ERNIE 4.5 with 3-D "
+        "positions: not built yet",
+    ),
+    "paligemma": (
+        "vlm",
+        "a SigLIP tower and a linear projector into Gemma, with a bidirectional prefix (image "
+        "and prompt) in the decoder's mask: not built yet",
+    ),
+    "perception_lm": (
+        "vlm",
+        LLAVA_LIKE.format("a Perception Encoder loaded through timm and adaptive pooling"),
+    ),
+    "pi0": (
+        "vlm",
+        "a vision-language-action model: PaliGemma plus a flow-matching action expert; it "
+        "produces actions, not text",
+    ),
+    "pix2struct": (
+        "seq2seq",
+        ENCODER_DECODER.format("variable-resolution flattened patches into a T5-style decoder"),
+    ),
+    "pp_chart2table": ("vlm", OCR_SAM.format("GOT-OCR 2.0's, into Qwen2")),
+    "pp_formulanet": (
+        "seq2seq",
+        ENCODER_DECODER.format("a SAM-style tower feeding an mBART-style decoder"),
+    ),
+    "qianfan_ocr": (
+        "vlm",
+        "InternViT over dynamic tiles with pixel shuffle, as InternVL: not built yet",
+    ),
+    "qwen2_5_omni_thinker": ("vlm", OMNI.format("Qwen2.5-Omni's thinker")),
+    "qwen2_vl": (
+        "vlm",
+        QWEN_VL_LIKE.format(
+            "full attention in every vision block, LayerNorm and a GELU MLP, "
+            "3-D rotary positions in the decoder"
+        ),
+    ),
+    "qwen3_5": (
+        "vlm",
+        "Qwen3-VL's vision tower into Qwen3.5's gated delta-net hybrid decoder, whose recurrent "
+        "state the decoder graph does not carry yet",
+    ),
+    "qwen3_5_moe": (
+        "vlm",
+        "Qwen3-VL's vision tower into Qwen3.5's gated delta-net MoE decoder, whose recurrent "
+        "state the decoder graph does not carry yet",
+    ),
+    "qwen3_omni_moe_thinker": ("vlm", OMNI.format("Qwen3-Omni's MoE thinker")),
+    "qwen3_vl": (
+        "vlm",
+        QWEN_VL_LIKE.format(
+            "learned positions interpolated per image, DeepStack features "
+            "added to the first decoder layers' hidden states and interleaved 3-D rotary"
+        ),
+    ),
+    "qwen3_vl_moe": (
+        "vlm",
+        QWEN_VL_LIKE.format("DeepStack features and Qwen3's MoE decoder"),
+    ),
+    "qwen4_exp": (
+        "vlm",
+        "a vision tower into a gated delta-net MoE decoder with n-gram embeddings and an "
+        "indexer: not built yet",
+    ),
+    "shieldgemma2": (
+        "vlm",
+        "Gemma 3's VLM layout used as an image safety classifier: follows gemma3, not built yet",
+    ),
+    "smolvlm": (
+        "vlm",
+        "Idefics 3's layout (SigLIP over image splits, pixel-shuffle connector) into SmolLM: "
+        "not built yet",
+    ),
+    "step3p7": (
+        "vlm",
+        "a vision tower with 2-D rotary into Step's MoE decoder: not built yet",
+    ),
+    "t5gemma2": (
+        "seq2seq",
+        ENCODER_DECODER.format("a SigLIP tower feeding T5Gemma 2's encoder"),
+    ),
+    "udop": (
+        "seq2seq",
+        ENCODER_DECODER.format(
+            "document layout: patches, words and boxes into a T5 encoder with 2-D relative biases"
+        ),
+    ),
+    "unlimited_ocr": ("vlm", OCR_SAM.format("DeepSeek-OCR's")),
+    "video_llama_3": (
+        "vlm",
+        "a SigLIP-style tower with 2-D rotary over variable-size images and video frames, "
+        "into Qwen2: not built yet",
+    ),
+    "video_llava": (
+        "vlm",
+        LLAVA_LIKE.format("separate image and video towers (LanguageBind)"),
+    ),
+    "vipllava": (
+        "vlm",
+        LLAVA_LIKE.format(
+            "features of several tower layers concatenated through a LayerNorm projector"
+        ),
+    ),
+    "vision-encoder-decoder": (
+        "seq2seq",
+        ENCODER_DECODER.format("any vision encoder with any text decoder, e.g. TrOCR, Donut"),
+    ),
+}

@@ -1,0 +1,82 @@
+"""processor_config.json: the image preprocessing onnxruntime-genai's processors run
+(onnxruntime-extensions transforms), written from the source's preprocessor_config.json (the
+transformers image processor's settings) for the VLM types genai names. A setting the
+transforms cannot reproduce is refused by name rather than silently changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from converter.errors import ConfigError
+
+PROCESSOR_CONFIG = "processor_config.json"
+PREPROCESSOR_CONFIG = "preprocessor_config.json"
+CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
+CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
+BICUBIC = 3  # PIL's resample code, transformers' default for Qwen-VL
+
+
+def _operation(name: str, kind: str, **attrs: Any) -> dict:
+    operation = {"name": name, "type": kind}
+    return {"operation": {**operation, "attrs": attrs} if attrs else operation}
+
+
+def qwen_vl(pre: dict[str, Any], vision) -> dict:
+    """Qwen2-VL's image processor: smart resize to whole merge blocks within the pixel budget,
+    rescale, normalize, flatten into patches (frames repeated to temporal_patch_size)."""
+    for key, wanted in (("do_resize", True), ("do_rescale", True), ("do_normalize", True)):
+        if pre.get(key, wanted) is not wanted:
+            raise ConfigError(f"{PREPROCESSOR_CONFIG}: '{key}' = {pre[key]!r} is not supported")
+    if pre.get("resample", BICUBIC) != BICUBIC:
+        raise ConfigError(f"{PREPROCESSOR_CONFIG}: only bicubic resampling is supported")
+    size = pre.get("size") or {}
+    for key, model_value in (
+        ("patch_size", vision.patch_size),
+        ("merge_size", vision.spatial_merge_size),
+        ("temporal_patch_size", vision.temporal_patch_size),
+    ):
+        if pre.get(key, model_value) != model_value:
+            raise ConfigError(
+                f"{PREPROCESSOR_CONFIG}: '{key}' = {pre[key]} differs from the model's "
+                f"{model_value}"
+            )
+    patch, merge = vision.patch_size, vision.spatial_merge_size
+    return {
+        "processor": {
+            "name": "qwen2_5_image_processor",
+            "transforms": [
+                _operation("decode_image", "DecodeImage", color_space="RGB"),
+                _operation("convert_to_rgb", "ConvertRGB"),
+                _operation(
+                    "resize",
+                    "Resize",
+                    smart_resize=1,
+                    min_pixels=int(pre.get("min_pixels") or size.get("shortest_edge", 56 * 56)),
+                    max_pixels=int(
+                        pre.get("max_pixels") or size.get("longest_edge", 28 * 28 * 1280)
+                    ),
+                    patch_size=patch,
+                    merge_size=merge,
+                ),
+                _operation("rescale", "Rescale", rescale_factor=pre.get("rescale_factor", 1 / 255)),
+                _operation(
+                    "normalize",
+                    "Normalize",
+                    mean=list(pre.get("image_mean", CLIP_MEAN)),
+                    std=list(pre.get("image_std", CLIP_STD)),
+                    qwen2_5_vl=1,
+                ),
+                _operation(
+                    "patch_image",
+                    "PatchImage",
+                    patch_size=patch,
+                    temporal_patch_size=vision.temporal_patch_size,
+                    merge_size=merge,
+                ),
+            ],
+        }
+    }
+
+
+# onnxruntime-genai's VLM type -> the writer of its processor_config.json
+WRITERS = {"qwen2_5_vl": qwen_vl}

@@ -1,0 +1,98 @@
+"""image-text-to-text: a vision-language model as onnxruntime-genai's three components, with
+the names its genai_config.json declares.
+
+  vision.onnx     pixel_values (float32) -> image_features [num_image_tokens, hidden]
+                  by the model's `image_layout`:
+                    "pixels"   pixel_values [num_images, channels, height, width]
+                    "patches"  pixel_values [num_patches, patch_width] (the processor's
+                               flattened patches), image_grid_thw (int64) [num_images, 3]
+  embedding.onnx  input_ids (int64) [batch, sequence_length], image_features
+                  [num_image_tokens, hidden] -> inputs_embeds [batch, sequence_length, hidden]
+                  (every step after the prompt feeds no image tokens and 0 features)
+  model.onnx      the text-generation decoder fed inputs_embeds (position_ids [3, batch,
+                  sequence_length] for multimodal rope), its cache as for text generation
+
+image_features and inputs_embeds are in the graph's float type; pixel_values are float32
+whatever it is, cast at the edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx_ir as ir
+from onnxscript import GraphBuilder
+
+from converter.tasks.base import Component, as_model, new_graph, set_output
+from converter.tasks.text_generation import BATCH, TextGenerationTask
+from converter.tasks.zero_shot import ImageInputs
+
+VLM_TASK = "image-text-to-text"
+IMAGE_TOKENS = "num_image_tokens"
+FLOAT = ir.DataType.FLOAT
+
+
+@dataclass
+class PatchInputs(ImageInputs):
+    """Qwen-VL's flattened patches and each image's (temporal, height, width) patch grid."""
+
+    image_grid_thw: ir.Value | None = None
+
+
+@dataclass(frozen=True)
+class VisionLanguageTask:
+    name: str = VLM_TASK
+
+    def components(self, model, cfg, dtype: ir.DataType) -> list[Component]:
+        vision, embedding = model.part("vision"), model.part("embedding")
+        decoder = model.part("decoder").language_model
+        text = TextGenerationTask(inputs_embeds=True, mrope=model.mrope)
+        return [
+            self._vision(vision, cfg, dtype),
+            self._embedding(embedding, cfg, dtype),
+            *text.components(decoder, cfg.text, dtype),
+        ]
+
+    def _vision(self, module, cfg, dtype: ir.DataType) -> Component:
+        graph = new_graph()
+        builder = GraphBuilder(graph)
+        image, names = image_inputs(builder, module.image_layout, cfg.vision, dtype)
+        features = module.image_features(builder.op, image)
+        set_output(builder, features, "image_features", [IMAGE_TOKENS, cfg.text.hidden_size], dtype)
+        io = {"inputs": names, "outputs": {"image_features": "image_features"}}
+        return Component("vision", "vision.onnx", as_model(graph), module, io)
+
+    def _embedding(self, module, cfg, dtype: ir.DataType) -> Component:
+        graph = new_graph()
+        builder = GraphBuilder(graph)
+        seq = [BATCH, "sequence_length"]
+        input_ids = builder.input("input_ids", ir.DataType.INT64, seq)
+        hidden = cfg.text.hidden_size
+        features = builder.input("image_features", dtype, [IMAGE_TOKENS, hidden])
+        embeds = module.embed(builder.op, input_ids, features)
+        set_output(builder, embeds, "inputs_embeds", [*seq, hidden], dtype)
+        io = {
+            "inputs": {"input_ids": "input_ids", "image_features": "image_features"},
+            "outputs": {"inputs_embeds": "inputs_embeds"},
+        }
+        return Component("embedding", "embedding.onnx", as_model(graph), module, io)
+
+
+def image_inputs(builder, layout: str, vision, dtype: ir.DataType):
+    """The vision graph's inputs for `layout`, and their names as genai_config declares them."""
+    op = builder.op
+    if layout == "pixels":
+        side = vision.image_size
+        shape = ["num_images", vision.num_channels, side, side]
+        pixels = builder.input("pixel_values", FLOAT, shape)
+        return ImageInputs(_cast(op, pixels, dtype)), {"pixel_values": "pixel_values"}
+    if layout == "patches":
+        pixels = builder.input("pixel_values", FLOAT, ["num_patches", vision.patch_width])
+        grid = builder.input("image_grid_thw", ir.DataType.INT64, ["num_images", 3])
+        names = {"pixel_values": "pixel_values", "image_grid_thw": "image_grid_thw"}
+        return PatchInputs(_cast(op, pixels, dtype), image_grid_thw=grid), names
+    raise ValueError(f"no image layout {layout!r}")
+
+
+def _cast(op, value: ir.Value, dtype: ir.DataType) -> ir.Value:
+    return value if dtype == FLOAT else op.Cast(value, to=dtype)

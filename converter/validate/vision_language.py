@@ -1,0 +1,59 @@
+"""The image-text-to-text probe: one random image of the size the vision graph takes, a prompt
+holding its image tokens between text tokens, the logits of the prompt and of greedy steps
+teacher-forced on the reference's tokens, and greedy decoding free-running."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from converter.validate.metrics import compare, leading_matches
+from converter.validate.report import ValidationReport
+from converter.validate.vlm_runtime import OnnxVisionLanguage
+
+BEFORE, AFTER = 3, 4  # text tokens around the image's
+
+
+def missing_files(package: Path) -> list[str]:
+    """The graphs carry everything onnxruntime needs; a package onnxruntime-genai runs also
+    needs its tokenizer (converter/validate/text_generation.py says so for its own)."""
+    return []
+
+
+def probe_image(session, config: dict) -> dict[str, np.ndarray]:
+    """One random image the vision graph takes: of its fixed dims, or (flattened patches) a
+    grid of 2 x 2 merge blocks."""
+    rng = np.random.default_rng(0)
+    inputs = {meta.name: meta for meta in session.get_inputs()}
+    if "image_grid_thw" not in inputs:
+        dims = [1 if isinstance(d, str) or d is None else d for d in inputs["pixel_values"].shape]
+        return {"pixel_values": rng.standard_normal(dims).astype(np.float32)}
+    side = 2 * config["vision_config"]["spatial_merge_size"]
+    width = inputs["pixel_values"].shape[-1]
+    return {
+        "pixel_values": rng.standard_normal((side * side, width)).astype(np.float32),
+        "image_grid_thw": np.array([[1, side, side]], dtype=np.int64),
+    }
+
+
+def probe(package: Path, provider: str, reference, report: ValidationReport, steps: int) -> None:
+    candidate = OnnxVisionLanguage(package, provider)
+    config = json.loads((package / "config.json").read_text())
+    image = probe_image(candidate.vision, config)
+    tokens = candidate.image_features(image).shape[0]
+    image_token = config.get("image_token_id", config.get("image_token_index"))
+    text_config = config.get("text_config") or {}
+    vocab = text_config.get("vocab_size") or candidate.decoder.get_outputs()[0].shape[-1]
+    text = np.random.default_rng(0).integers(0, min(vocab, image_token), size=(1, BEFORE + AFTER))
+    image_ids = np.full((1, tokens), image_token)
+    prompt = np.concatenate([text[:, :BEFORE], image_ids, text[:, BEFORE:]], axis=1)
+    expected_tokens = reference.greedy(image, prompt, steps)
+    forced = [np.array([[t]], dtype=np.int64) for t in expected_tokens[:-1]]
+    expected = reference.run(image, prompt, forced)
+    actual = candidate.run(image, prompt, forced)
+    report.record(compare(np.concatenate(expected, axis=1), np.concatenate(actual, axis=1)))
+    report.greedy_match = (
+        leading_matches(candidate.greedy(image, prompt, steps), expected_tokens) / steps
+    )

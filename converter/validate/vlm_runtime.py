@@ -1,0 +1,108 @@
+"""Run a vision-language package in onnxruntime the way onnxruntime-genai runs one: the vision
+graph once per prompt, the embedding graph on every call (no image features after the prompt),
+the decoder with its cache fed back. The components come from mobius.json; the names are the
+image-text-to-text task's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from converter.dtypes import ORT_NUMPY
+from converter.validate.mrope import mrope_positions
+
+PAST = "past_key_values."
+
+
+class OnnxVisionLanguage:
+    def __init__(self, package: Path, provider: str = "CPUExecutionProvider"):
+        manifest = json.loads((Path(package) / "mobius.json").read_text())
+        self.config = json.loads((Path(package) / "config.json").read_text())
+        files = {c["role"]: c["filename"] for c in manifest["components"]}
+
+        def session(role: str) -> ort.InferenceSession:
+            return ort.InferenceSession(str(Path(package) / files[role]), providers=[provider])
+
+        self.vision, self.embedding, self.decoder = map(session, ("vision", "embedding", "decoder"))
+        self.past = {i.name: i for i in self.decoder.get_inputs() if i.name.startswith(PAST)}
+        self.outputs = [o.name for o in self.decoder.get_outputs()]
+        positions = next(i for i in self.decoder.get_inputs() if i.name == "position_ids")
+        self.mrope = len(positions.shape) == 3
+        features = next(i for i in self.embedding.get_inputs() if i.name == "image_features")
+        self.features_type, self.hidden = ORT_NUMPY[features.type], features.shape[-1]
+
+    def image_features(self, image: dict[str, np.ndarray]) -> np.ndarray:
+        return self.vision.run(["image_features"], image)[0]
+
+    def embed(self, ids: np.ndarray, features: np.ndarray | None) -> np.ndarray:
+        if features is None:
+            features = np.zeros((0, self.hidden), self.features_type)
+        return self.embedding.run(
+            ["inputs_embeds"], {"input_ids": ids, "image_features": features}
+        )[0]
+
+    def run(
+        self,
+        image: dict[str, np.ndarray],
+        ids: np.ndarray,
+        steps: list[np.ndarray],
+        positions: np.ndarray | None = None,
+    ) -> list[np.ndarray]:
+        """Logits (float32) of the prompt `ids` with `image`, then of each step's tokens.
+        `positions`: the prompt's position_ids (default: 0, 1, ...; for mrope, Qwen-VL's 3-D
+        positions from the image grids, as onnxruntime-genai computes them); each step
+        continues one past the largest."""
+        batch = ids.shape[0]
+        if positions is None:
+            positions = self.positions(image, ids)
+        mask = np.ones_like(ids)
+        past = {
+            name: np.zeros(
+                [batch, *(d if isinstance(d, int) else 0 for d in meta.shape[1:])],
+                ORT_NUMPY[meta.type],
+            )
+            for name, meta in self.past.items()
+        }
+        features = self.image_features(image)
+        next_position = positions.max(axis=-1, keepdims=True) + 1
+        results = []
+        for step, tokens in enumerate([ids, *steps]):
+            if step:
+                mask = np.concatenate([mask, np.ones((batch, 1), mask.dtype)], axis=1)
+                positions, next_position = next_position, next_position + 1
+            feeds = {
+                "inputs_embeds": self.embed(tokens, features if step == 0 else None),
+                "attention_mask": mask,
+                "position_ids": np.ascontiguousarray(positions),
+                **past,
+            }
+            logits, *presents = self.decoder.run(self.outputs, feeds)
+            named = zip(self.outputs[1:], presents, strict=True)
+            past = {name.replace("present.", PAST): value for name, value in named}
+            results.append(logits.astype(np.float32))
+        return results
+
+    def positions(self, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
+        if not self.mrope:
+            return np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
+        merge = self.config["vision_config"]["spatial_merge_size"]
+        grids = image["image_grid_thw"]
+        return mrope_positions(ids, grids, self.config["image_token_id"], merge)
+
+    def greedy(
+        self,
+        image: dict[str, np.ndarray],
+        ids: np.ndarray,
+        new_tokens: int,
+        positions: np.ndarray | None = None,
+    ) -> list[int]:
+        """Greedy tokens after the prompt (batch row 0)."""
+        tokens: list[int] = []
+        for _ in range(new_tokens):
+            steps = [np.array([[t]]) for t in tokens]
+            logits = self.run(image, ids, steps, positions)[-1]
+            tokens.append(int(logits[0, -1].argmax()))
+        return tokens

@@ -1,0 +1,128 @@
+"""transformers vision-language models on tiny random weights, and what both sides are fed:
+images in a family's layout and prompts holding their image tokens between text tokens."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+
+from tests.parity.vlm_cases import VlmCase
+
+RNG = np.random.default_rng(0)
+BEFORE, AFTER, STEPS = 3, 4, 3
+GRIDS = [(1, 8, 8), (1, 4, 6)]  # (frames, rows, columns) of patches: two Qwen-VL images
+
+
+def make_vlm(case_id: str, case: VlmCase, folder: Path):
+    """A random `case.model_class` model for `case`, saved to `folder` (the saved tensors
+    noised so biases and norms are not trivial; rotary tables, which are not saved, are not)."""
+    config = transformers.AutoConfig.for_model(**case.config)
+    for key, value in case.overrides.items():
+        setattr(config, key, value)
+    config._attn_implementation = "eager"
+    torch.manual_seed(sum(map(ord, case_id)))
+    model = getattr(transformers, case.model_class).from_config(config)
+    with torch.no_grad():
+        for tensor in model.state_dict().values():
+            if tensor.is_floating_point():
+                tensor.add_(torch.randn_like(tensor) * 0.05)
+    model.eval()
+    model.save_pretrained(folder)
+    return model
+
+
+def _text(model, count: int) -> np.ndarray:
+    """Random text ids below the image token (never a special token of the image)."""
+    config = model.config
+    return RNG.integers(3, min(config.text_config.vocab_size, config.image_token_id), size=count)
+
+
+def pixel_inputs(model) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Two fixed random images of the tower's size, one per prompt of a batch of two."""
+    vision = model.config.vision_config
+    shape = (2, vision.num_channels, vision.image_size, vision.image_size)
+    image = {"pixel_values": RNG.standard_normal(shape).astype(np.float32)}
+    with torch.no_grad():
+        tokens = len(
+            model.get_image_features(
+                pixel_values=torch.from_numpy(image["pixel_values"][:1])
+            ).pooler_output[0]
+        )
+    rows = [
+        np.concatenate(
+            [_text(model, BEFORE), [model.config.image_token_id] * tokens, _text(model, AFTER)]
+        )
+        for _ in range(2)
+    ]
+    return image, np.stack(rows)
+
+
+def patch_inputs(model) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Two images of different grids as the Qwen-VL processor flattens them, in one prompt,
+    each between its vision start and end tokens."""
+    config, vision = model.config, model.config.vision_config
+    width = vision.in_channels * vision.temporal_patch_size * vision.patch_size**2
+    patches = sum(t * h * w for t, h, w in GRIDS)
+    image = {
+        "pixel_values": RNG.standard_normal((patches, width)).astype(np.float32),
+        "image_grid_thw": np.array(GRIDS, dtype=np.int64),
+    }
+    ids = list(_text(model, BEFORE))
+    for t, h, w in GRIDS:
+        tokens = t * h * w // vision.spatial_merge_size**2
+        ids += [config.vision_start_token_id, *[config.image_token_id] * tokens]
+        ids += [config.vision_end_token_id, *_text(model, 2)]
+    return image, np.array([ids + list(_text(model, AFTER))])
+
+
+INPUTS = {"pixels": pixel_inputs, "patches": patch_inputs}
+
+
+def step_tokens(model, batch: int) -> list[np.ndarray]:
+    return [_text(model, batch)[:, None] for _ in range(STEPS)]
+
+
+def _extra(model, ids: np.ndarray) -> dict:
+    """mm_token_type_ids where the model reads them (transformers 5's Qwen-VL computes its 3-D
+    positions from them, and silently uses 1-D ones without)."""
+    if "mm_token_type_ids" not in inspect.signature(model.forward).parameters:
+        return {}
+    return {
+        "mm_token_type_ids": torch.from_numpy((ids == model.config.image_token_id).astype(np.int64))
+    }
+
+
+def positions(model, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray | None:
+    """The prompt's 3-D positions where the model has them (None: 0, 1, ...)."""
+    if not hasattr(model.model, "get_rope_index"):
+        return None
+    with torch.no_grad():
+        found, _ = model.model.get_rope_index(
+            torch.from_numpy(ids),
+            _extra(model, ids)["mm_token_type_ids"],
+            image_grid_thw=torch.from_numpy(image["image_grid_thw"]),
+        )
+    return found.numpy()
+
+
+def reference(model, image: dict[str, np.ndarray], ids: np.ndarray, steps: list[np.ndarray]):
+    """(image features [tokens, hidden], the prompt's inputs_embeds, the logits of the prompt
+    and each step token, teacher-forced in one pass)."""
+    pixels = {k: torch.from_numpy(v) for k, v in image.items()}
+    with torch.no_grad():
+        features = torch.cat(list(model.get_image_features(**pixels).pooler_output))
+        tokens = torch.from_numpy(ids)
+        embeds = model.get_input_embeddings()(tokens)
+        mask = (tokens == model.config.image_token_id)[..., None].expand_as(embeds)
+        embeds = embeds.masked_scatter(mask, features)
+        whole = np.concatenate([ids, *steps], axis=1)
+        logits = model(
+            input_ids=torch.from_numpy(whole), **pixels, **_extra(model, whole)
+        ).logits.numpy()
+    length = ids.shape[1]
+    per_step = (logits[:, length + i : length + i + 1] for i in range(len(steps)))
+    return features.numpy(), embeds.numpy(), [logits[:, :length], *per_step]
