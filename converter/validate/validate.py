@@ -47,7 +47,7 @@ def _probe(manifest: dict):
 def _encoder_decoder(manifest: dict) -> bool:
     """An encoder-decoder package: a seq2seq task, or another task whose graphs include a
     decoder (speech recognition by Whisper, where CTC models have an encoder alone)."""
-    if manifest["task"] == "text-generation":
+    if manifest["task"] in ("text-generation", VLM_TASK):  # their decoders read no encoder
         return False
     roles = {c["role"] for c in _components(manifest)}
     return manifest["task"] in SEQ2SEQ_TASKS or "decoder" in roles
