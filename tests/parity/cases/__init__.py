@@ -1,22 +1,9 @@
 """Every parity case, gathered from this package's modules (one per converter/models module):
 `CASES` maps a case id, `model_type` or `model_type:variant`, to its tiny config."""
 
-import importlib
-import pkgutil
+from tests.parity.gather import gather_cases
 
-
-def _gather() -> dict[str, dict]:
-    cases: dict[str, dict] = {}
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for name, config in module.CASES.items():
-            if name in cases:
-                raise RuntimeError(f"parity case {name!r} is defined twice")
-            cases[name] = config
-    return dict(sorted(cases.items()))
-
-
-CASES = _gather()
+CASES = gather_cases(__name__, __path__, "parity case")
 
 
 def model_type_of(case: str) -> str:

@@ -1,9 +1,9 @@
 """Every encoder parity case, gathered from this package's modules (one per family module):
 `CASES` maps a case id, `model_type` or `model_type:variant`, to an EncoderCase."""
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
+
+from tests.parity.gather import gather_cases
 
 
 @dataclass(frozen=True)
@@ -22,15 +22,4 @@ class EncoderCase:
     calibrate: bool = True
 
 
-def _gather() -> dict[str, EncoderCase]:
-    cases: dict[str, EncoderCase] = {}
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for name, case in module.CASES.items():
-            if name in cases:
-                raise RuntimeError(f"encoder parity case {name!r} is defined twice")
-            cases[name] = case
-    return dict(sorted(cases.items()))
-
-
-CASES = _gather()
+CASES = gather_cases(__name__, __path__, "encoder parity case")

@@ -1,9 +1,9 @@
 """Every encoder-decoder parity case, gathered from this package's modules (one per family
 module): `CASES` maps a case id, `model_type` or `model_type:variant`, to a Seq2SeqCase."""
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
+
+from tests.parity.gather import gather_cases
 
 
 @dataclass(frozen=True)
@@ -20,15 +20,4 @@ class Seq2SeqCase:
     overrides: dict = field(default_factory=dict)
 
 
-def _gather() -> dict[str, Seq2SeqCase]:
-    cases: dict[str, Seq2SeqCase] = {}
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for name, case in module.CASES.items():
-            if name in cases:
-                raise RuntimeError(f"seq2seq parity case {name!r} is defined twice")
-            cases[name] = case
-    return dict(sorted(cases.items()))
-
-
-CASES = _gather()
+CASES = gather_cases(__name__, __path__, "seq2seq parity case")

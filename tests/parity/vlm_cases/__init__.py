@@ -1,9 +1,9 @@
 """Every vision-language parity case, gathered from this package's modules (one per family
 module): `CASES` maps a case id, `model_type` or `model_type:variant`, to a VlmCase."""
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
+
+from tests.parity.gather import gather_cases
 
 
 @dataclass(frozen=True)
@@ -20,15 +20,4 @@ class VlmCase:
     overrides: dict = field(default_factory=dict)
 
 
-def _gather() -> dict[str, VlmCase]:
-    cases: dict[str, VlmCase] = {}
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for name, case in module.CASES.items():
-            if name in cases:
-                raise RuntimeError(f"vision-language parity case {name!r} is defined twice")
-            cases[name] = case
-    return dict(sorted(cases.items()))
-
-
-CASES = _gather()
+CASES = gather_cases(__name__, __path__, "vision-language parity case")
