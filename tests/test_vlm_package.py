@@ -17,7 +17,7 @@ from converter.validate import validate
 from converter.validate.vlm_runtime import OnnxVisionLanguage
 from model_cards.card import SourceInfo, VariantInfo, render
 from tests.parity.vlm_cases import CASES
-from tests.parity.vlm_reference import make_vlm, pixel_inputs, step_tokens
+from tests.parity.vlm_reference import case_rng, make_vlm, pixel_inputs, step_tokens
 
 
 def edit_config(source, target, change):
@@ -60,8 +60,9 @@ def _rewrite(folder, rename):
 
 def test_the_hub_and_in_memory_layouts_bind_the_same(llava, tmp_path):
     model, folder = llava
-    image, ids = pixel_inputs(model)
-    steps = step_tokens(model, ids.shape[0])
+    rng = case_rng("layouts")
+    image, ids = pixel_inputs(model, rng)
+    steps = step_tokens(model, ids.shape[0], rng)
     want = OnnxVisionLanguage(folder / "package").run(image, ids, steps)
     layouts = {
         # transformers 4's: the CLIP tower under vision_model

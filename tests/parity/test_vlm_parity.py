@@ -12,7 +12,14 @@ import pytest
 from converter import build
 from converter.validate.vlm_runtime import OnnxVisionLanguage
 from tests.parity.vlm_cases import CASES
-from tests.parity.vlm_reference import INPUTS, make_vlm, positions, reference, step_tokens
+from tests.parity.vlm_reference import (
+    INPUTS,
+    case_rng,
+    make_vlm,
+    positions,
+    reference,
+    step_tokens,
+)
 
 TOLERANCE = 1e-4
 
@@ -24,15 +31,17 @@ def converted(request, tmp_path_factory):
     model = make_vlm(case_id, CASES[case_id], folder / "hf")
     for ep in ("default", "cpu"):
         build(str(folder / "hf"), ep=ep, progress=False).save(folder / ep, progress=False)
-    return CASES[case_id], model, folder
+    return case_id, model, folder
 
 
 @pytest.mark.parametrize("ep", ["default", "cpu"])
 def test_components_match_transformers(converted, ep):
-    case, model, folder = converted
+    case_id, model, folder = converted
+    case = CASES[case_id]
     runtime = OnnxVisionLanguage(folder / ep)
-    image, ids = INPUTS[case.inputs](model)
-    steps = step_tokens(model, ids.shape[0])
+    rng = case_rng(case_id)
+    image, ids = INPUTS[case.inputs](model, rng)
+    steps = step_tokens(model, ids.shape[0], rng)
     want_features, want_embeds, want_logits = reference(model, image, ids, steps)
     features = runtime.image_features(image)
     assert features.shape == want_features.shape

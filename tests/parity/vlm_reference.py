@@ -12,7 +12,6 @@ import transformers
 
 from tests.parity.vlm_cases import VlmCase
 
-RNG = np.random.default_rng(0)
 BEFORE, AFTER, STEPS = 3, 4, 3
 GRIDS = [(1, 8, 8), (1, 4, 6)]  # (frames, rows, columns) of patches: two Qwen-VL images
 
@@ -35,17 +34,22 @@ def make_vlm(case_id: str, case: VlmCase, folder: Path):
     return model
 
 
-def _text(model, count: int) -> np.ndarray:
+def case_rng(case_id: str) -> np.random.Generator:
+    """The random source of one case's inputs: its own, so adding a case changes no other's."""
+    return np.random.default_rng(sum(map(ord, case_id)))
+
+
+def _text(model, count: int, rng: np.random.Generator) -> np.ndarray:
     """Random text ids below the image token (never a special token of the image)."""
     config = model.config
-    return RNG.integers(3, min(config.text_config.vocab_size, config.image_token_id), size=count)
+    return rng.integers(3, min(config.text_config.vocab_size, config.image_token_id), size=count)
 
 
-def pixel_inputs(model) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def pixel_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Two fixed random images of the tower's size, one per prompt of a batch of two."""
     vision = model.config.vision_config
     shape = (2, vision.num_channels, vision.image_size, vision.image_size)
-    image = {"pixel_values": RNG.standard_normal(shape).astype(np.float32)}
+    image = {"pixel_values": rng.standard_normal(shape).astype(np.float32)}
     with torch.no_grad():
         tokens = len(
             model.get_image_features(
@@ -54,36 +58,40 @@ def pixel_inputs(model) -> tuple[dict[str, np.ndarray], np.ndarray]:
         )
     rows = [
         np.concatenate(
-            [_text(model, BEFORE), [model.config.image_token_id] * tokens, _text(model, AFTER)]
+            [
+                _text(model, BEFORE, rng),
+                [model.config.image_token_id] * tokens,
+                _text(model, AFTER, rng),
+            ]
         )
         for _ in range(2)
     ]
     return image, np.stack(rows)
 
 
-def patch_inputs(model) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def patch_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Two images of different grids as the Qwen-VL processor flattens them, in one prompt,
     each between its vision start and end tokens."""
     config, vision = model.config, model.config.vision_config
     width = vision.in_channels * vision.temporal_patch_size * vision.patch_size**2
     patches = sum(t * h * w for t, h, w in GRIDS)
     image = {
-        "pixel_values": RNG.standard_normal((patches, width)).astype(np.float32),
+        "pixel_values": rng.standard_normal((patches, width)).astype(np.float32),
         "image_grid_thw": np.array(GRIDS, dtype=np.int64),
     }
-    ids = list(_text(model, BEFORE))
+    ids = list(_text(model, BEFORE, rng))
     for t, h, w in GRIDS:
         tokens = t * h * w // vision.spatial_merge_size**2
         ids += [config.vision_start_token_id, *[config.image_token_id] * tokens]
-        ids += [config.vision_end_token_id, *_text(model, 2)]
-    return image, np.array([ids + list(_text(model, AFTER))])
+        ids += [config.vision_end_token_id, *_text(model, 2, rng)]
+    return image, np.array([ids + list(_text(model, AFTER, rng))])
 
 
 INPUTS = {"pixels": pixel_inputs, "patches": patch_inputs}
 
 
-def step_tokens(model, batch: int) -> list[np.ndarray]:
-    return [_text(model, batch)[:, None] for _ in range(STEPS)]
+def step_tokens(model, batch: int, rng: np.random.Generator) -> list[np.ndarray]:
+    return [_text(model, batch, rng)[:, None] for _ in range(STEPS)]
 
 
 def _extra(model, ids: np.ndarray) -> dict:
