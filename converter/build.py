@@ -8,6 +8,7 @@ from converter.config import ConfigReader, check_generation_config, model_type_o
 from converter.dtypes import FLOAT_TYPES
 from converter.errors import ConfigError
 from converter.execution_providers import execution_provider
+from converter.features import TEXT_ONLY, UNREAD, parse_features, text_only
 from converter.lowering import Int4, LoweringReport, Plan, lower
 from converter.package import ModelPackage
 from converter.registry import family_for
@@ -31,6 +32,7 @@ def build(
     int4_symmetric: bool = True,
     int4_lm_head: bool = False,
     task=None,
+    features=None,
 ) -> ModelPackage:
     """Convert a Hub repo id or a local folder into an ONNX package (not yet saved).
 
@@ -40,8 +42,10 @@ def build(
     activation dtype). Unsupported pairs fail before any download. `task`
     names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
+    `features` names build features (converter/features.py: `["text-only"]`).
     """
     provider = execution_provider(ep, dtype)
+    features = parse_features(features)
     quantization = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
     source = resolve_source(model, revision=revision, token=token, progress=progress)
     raw = read_config(source.path / "config.json")
@@ -51,6 +55,8 @@ def build(
     if hasattr(cfg, "vocab_size"):  # image encoders have no tokens to check
         check_generation_config(source.path, cfg.vocab_size)
     checkpoint = Checkpoint(source.path).renamed(family.renames)
+    if TEXT_ONLY in features:
+        family, cfg, checkpoint = text_only(family, cfg, checkpoint)
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
     task_name = task_of(raw, family, task if isinstance(task, str) or task is None else task.name)
     task = TASKS[task_name] if task is None or isinstance(task, str) else task
@@ -59,6 +65,7 @@ def build(
     tied = getattr(cfg, "tie_word_embeddings", False)
     unused = (*family.unused, *getattr(module, "unused_tensors", tuple)())
     unused = (*unused, r"lm_head\.weight") if tied else unused
+    unused = (*unused, UNREAD) if TEXT_ONLY in features else unused
     parameters = {id(p): p for c in components for p in c.module.parameters()}
     assemblies = {
         name: assembly
@@ -78,7 +85,7 @@ def build(
     for component in components:
         plan = Plan(provider, quantization, int8=dtype == "int8")
         report.merge(lower(component, plan, float_type))
-    return ModelPackage(components, cfg, family, task, source, ep, dtype, report)
+    return ModelPackage(components, cfg, family, task, source, ep, dtype, report, features)
 
 
 def read_config(path) -> dict:

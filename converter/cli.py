@@ -15,6 +15,7 @@ from pathlib import Path
 from converter.build import build
 from converter.errors import MobiusError
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
+from converter.features import FEATURES
 from converter.registry import coverage
 from converter.tasks import TASKS
 
@@ -39,6 +40,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--task",
         choices=sorted(TASKS),
         help="the head to export (default: the one config.json's architectures names)",
+    )
+    b.add_argument(
+        "--features",
+        action="append",
+        metavar="A,B",
+        help=f"build features, comma-separated or repeated: {', '.join(sorted(FEATURES))}",
     )
     b.add_argument("--revision", help="Hub branch, tag or commit (default: main)")
     b.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -88,6 +95,7 @@ def _build(args: argparse.Namespace) -> int:
         int4_symmetric=not args.int4_asymmetric,
         int4_lm_head=args.int4_lm_head,
         task=args.task,
+        features=args.features,
     )
     out = package.save(args.output, progress=not args.no_progress).resolve()
     if args.json:

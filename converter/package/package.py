@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from converter.config import GENERATION_CONFIG, ArchitectureConfig
 from converter.errors import MobiusError
+from converter.features import TEXT_ONLY
 from converter.lowering import LoweringReport
 from converter.package.genai_config import GENAI_CONFIG, genai_config
 from converter.package.genai_speech import (
@@ -53,6 +54,7 @@ class ModelPackage:
     ep: str
     dtype: str
     lowering: LoweringReport
+    features: frozenset[str] = frozenset()  # the build features it was made with
 
     @property
     def model(self) -> ir.Model:
@@ -107,6 +109,10 @@ class ModelPackage:
             _write_json(staging / AUDIO_PROCESSOR_CONFIG, audio)
         # Transformers.js and Optimum read the model's config.json beside onnx/ (for text
         # generation, beside the Transformers.js files written from the default variants)
+        if TEXT_ONLY in self.features:  # a plain LLM's config.json: the text model's section
+            text = _read_json(self.source.path / CONFIG).get("text_config", {})
+            _write_json(staging / CONFIG, {"model_type": self.config.model_type, **text})
+            written.add(CONFIG)
         for name in (CONFIG, *RUNTIME_FILES):
             if (self.source.path / name).is_file() and name not in written:
                 shutil.copyfile(self.source.path / name, staging / name)
@@ -137,6 +143,7 @@ class ModelPackage:
             },
             "model_type": self.config.model_type,
             "task": self.task.name,
+            "features": sorted(self.features),
             "runtime": self.runtime,
             # the text a prompt holds for each image (vision-language models)
             **self._image_prompt(),

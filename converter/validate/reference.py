@@ -22,13 +22,16 @@ class TransformersReference:
         self.torch, self.model = torch, model
 
     @classmethod
-    def load(cls, folder: Path) -> TransformersReference:
+    def load(cls, folder: Path, text_only: bool = False) -> TransformersReference:
+        """The causal LM in `folder`; `text_only`: a multimodal model fed no images, as its
+        text-only export runs."""
         import torch
         import transformers
 
         config = json.loads((Path(folder) / "config.json").read_text())
         attention = family_for(model_type_of(config)).reference_attention
-        model = transformers.AutoModelForCausalLM.from_pretrained(
+        auto = "AutoModelForImageTextToText" if text_only else "AutoModelForCausalLM"
+        model = getattr(transformers, auto).from_pretrained(
             folder, dtype=torch.float32, attn_implementation=attention
         )
         return cls(model.eval())

@@ -17,6 +17,7 @@ import onnxruntime as ort
 
 from converter.errors import MobiusError, SourceError, missing_modules, require_extra
 from converter.execution_providers import EXECUTION_PROVIDERS
+from converter.features import TEXT_ONLY
 from converter.package import MANIFEST
 from converter.source import Source, resolve_source
 from converter.tasks.seq2seq import SEQ2SEQ_TASKS
@@ -170,6 +171,7 @@ def _source_of(manifest: dict) -> Source:
 
 def _reference(kind: str, source: Source, scratch: Path, manifest: dict):
     task, encoder_decoder = manifest["task"], _encoder_decoder(manifest)
+    features = manifest.get("features", [])
     if kind == "transformers":
         from converter.validate.reference import (
             TransformersEncoder,
@@ -182,13 +184,15 @@ def _reference(kind: str, source: Source, scratch: Path, manifest: dict):
             return TransformersVisionLanguage.load(source.path)
 
         if task == "text-generation":
-            return TransformersReference.load(source.path)
+            return TransformersReference.load(source.path, TEXT_ONLY in features)
         if encoder_decoder:
             return TransformersSeq2Seq.load(source.path)
         return TransformersEncoder.load(source.path, task)
     from converter.build import build
 
-    package = build(str(source.path), ep="default", dtype="f32", task=task, progress=False)
+    package = build(
+        str(source.path), ep="default", dtype="f32", task=task, features=features, progress=False
+    )
     package.save(scratch, progress=False)
     if encoder_decoder:
         return OnnxSeq2Seq(scratch)

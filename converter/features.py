@@ -1,0 +1,57 @@
+"""Build features: cargo-style toggles (`--features a,b` or repeated) that change what a build
+makes. Each is refused by name where it means nothing for the model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from converter.errors import ConfigError
+from converter.registry import Family, family_for
+from converter.weights import Checkpoint
+
+TEXT_ONLY = "text-only"
+FEATURES = {
+    TEXT_ONLY: "export only a multimodal model's text decoder, to run as a plain LLM",
+}
+# the original converter's other features, not built yet (issue 15)
+NOT_YET = ("static-cache", "fp8-kv-cache", "prune-prefill-prefix")
+
+
+def parse_features(values: Iterable[str] | str | None) -> frozenset[str]:
+    """The features named by `values` (each item may hold several, comma-separated)."""
+    if values is None:
+        return frozenset()
+    items = [values] if isinstance(values, str) else list(values)
+    names = {name.strip() for item in items for name in item.split(",") if name.strip()}
+    for name in sorted(names):
+        if name in NOT_YET:
+            raise ConfigError(f"feature {name!r} is not built yet")
+        if name not in FEATURES:
+            raise ConfigError(
+                f"unknown feature {name!r}: the features are {', '.join(sorted(FEATURES))}"
+            )
+    return frozenset(names)
+
+
+def text_only(family: Family, cfg, checkpoint: Checkpoint):
+    """The text decoder's family, config and checkpoint view of the multimodal `family`: the
+    text model's tensors under its own names, the vision tower's left unread."""
+    if family.category != "vlm":
+        raise ConfigError(
+            f"feature {TEXT_ONLY!r}: {family.model_type} is not a multimodal model, its export "
+            "is already text only"
+        )
+    text_family = family_for(cfg.text_type)
+    text_cfg = cfg.text
+    if text_cfg.rope is not None and text_cfg.rope.mrope_section:
+        # text tokens have the same position in each of multimodal rope's three rows: one row
+        # turning every frequency is the same rotation
+        text_cfg = replace(text_cfg, rope=replace(text_cfg.rope, mrope_section=None))
+    # a VLM's canonical layout has the text model under language_model.; the rest (towers,
+    # projectors) goes under unread.
+    apart = ((r"^(?!language_model\.)", "unread."), (r"^language_model\.", ""))
+    return text_family, text_cfg, checkpoint.renamed(apart).renamed(text_family.renames)
+
+
+UNREAD = r"unread\..+"  # what a text-only build leaves in the checkpoint
