@@ -206,6 +206,26 @@ class TransformersVisionLanguage:
         )
         return cls(model.eval())
 
+    def image_features(self, image: dict[str, np.ndarray]) -> np.ndarray:
+        """Every image's projected features in order, [num_image_tokens, hidden]."""
+        torch = self.torch
+        with torch.no_grad():
+            found = self.model.get_image_features(
+                **{k: torch.from_numpy(v) for k, v in image.items()}
+            ).pooler_output
+            rows = torch.cat([f.reshape(-1, f.shape[-1]) for f in found])
+        return rows.float().numpy()
+
+    def inputs_embeds(self, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
+        """The prompt's token embeddings with the image token's rows replaced, in order."""
+        torch = self.torch
+        features = torch.from_numpy(self.image_features(image))
+        with torch.no_grad():
+            tokens = torch.from_numpy(ids)
+            embeds = self.model.get_input_embeddings()(tokens)
+            mask = (tokens == self.model.config.image_token_id)[..., None].expand_as(embeds)
+            return embeds.masked_scatter(mask, features.to(embeds.dtype)).float().numpy()
+
     def logits(self, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
         import inspect
 
@@ -229,9 +249,12 @@ class TransformersVisionLanguage:
             *(logits[:, length + i : length + i + 1] for i in range(len(steps))),
         ]
 
-    def greedy(self, image, ids: np.ndarray, new_tokens: int, positions=None) -> list[int]:
+    def greedy(
+        self, image, ids: np.ndarray, new_tokens: int, positions=None
+    ) -> tuple[list[int], float]:
+        """Greedy tokens after the prompt, and no speed (the reference is not timed)."""
         tokens: list[int] = []
         for _ in range(new_tokens):
             seen = np.concatenate([ids, np.array([tokens], dtype=ids.dtype)], axis=1)
             tokens.append(int(self.logits(image, seen)[0, -1].argmax()))
-        return tokens
+        return tokens, float("nan")

@@ -40,6 +40,9 @@ class ValidationReport:
     failures: list[str] = field(default_factory=list)
     structural: dict | None = None
     fallbacks: list[str] = field(default_factory=list)
+    # a multi-graph package's intermediate outputs (a VLM's image features, inputs_embeds):
+    # component -> {"max_abs_diff", "min_cosine"}
+    components: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -54,6 +57,21 @@ class ValidationReport:
             ok = value <= bound if metric == "max_abs_diff" else value >= bound
             if not ok:
                 self.failures.append(f"{metric} {value:.6g} misses the {self.dtype} bound {bound}")
+
+    def record_component(self, component: str, metrics: Metrics) -> None:
+        """One component's output against the reference's, held to this dtype's bounds on
+        the absolute difference and the cosine."""
+        figures = {"max_abs_diff": metrics.max_abs_diff, "min_cosine": metrics.min_cosine}
+        self.components[component] = figures
+        for metric, value in figures.items():
+            bound = self.thresholds.get(metric)
+            if bound is None:
+                continue
+            ok = value <= bound if metric == "max_abs_diff" else value >= bound
+            if not ok:
+                self.failures.append(
+                    f"{component}: {metric} {value:.6g} misses the {self.dtype} bound {bound}"
+                )
 
     def conclude(self, status: str) -> ValidationReport:
         """`status` unless a check failed."""
@@ -76,10 +94,13 @@ def format_report(report: ValidationReport) -> str:
             ("top-1 agreement", f"{report.top1_agreement:.1%}"),
         ]
         if report.greedy_match is not None:  # generation only
-            rows += [
-                ("greedy match", f"{report.greedy_match:.1%}"),
-                ("decode speed", f"{report.tokens_per_second:.1f} tokens/s"),
-            ]
+            rows.append(("greedy match", f"{report.greedy_match:.1%}"))
+        if report.tokens_per_second is not None:
+            rows.append(("decode speed", f"{report.tokens_per_second:.1f} tokens/s"))
+        rows += [
+            (f"{name} max abs diff", f"{figures['max_abs_diff']:.3g}")
+            for name, figures in report.components.items()
+        ]
         rows.append(("load time", f"{report.load_seconds:.2f} s"))
     if report.reason:
         rows.append(("reason", report.reason))

@@ -1,6 +1,7 @@
 """The image-text-to-text probe: one random image of the size the vision graph takes, a prompt
 holding its image tokens between text tokens, the logits of the prompt and of greedy steps
-teacher-forced on the reference's tokens, and greedy decoding free-running."""
+teacher-forced on the reference's tokens, and greedy decoding free-running; the vision graph's
+image features and the embedding graph's inputs_embeds are compared on their own too."""
 
 from __future__ import annotations
 
@@ -49,11 +50,18 @@ def probe(package: Path, provider: str, reference, report: ValidationReport, ste
     text = np.random.default_rng(0).integers(0, min(vocab, image_token), size=(1, BEFORE + AFTER))
     image_ids = np.full((1, tokens), image_token)
     prompt = np.concatenate([text[:, :BEFORE], image_ids, text[:, BEFORE:]], axis=1)
-    expected_tokens = reference.greedy(image, prompt, steps)
+    report.record_component(
+        "image_features", compare(reference.image_features(image), candidate.image_features(image))
+    )
+    report.record_component(
+        "inputs_embeds",
+        compare(reference.inputs_embeds(image, prompt), candidate.inputs_embeds(image, prompt)),
+    )
+    expected_tokens, _ = reference.greedy(image, prompt, steps)
     forced = [np.array([[t]], dtype=np.int64) for t in expected_tokens[:-1]]
     expected = reference.run(image, prompt, forced)
     actual = candidate.run(image, prompt, forced)
     report.record(compare(np.concatenate(expected, axis=1), np.concatenate(actual, axis=1)))
-    report.greedy_match = (
-        leading_matches(candidate.greedy(image, prompt, steps), expected_tokens) / steps
-    )
+    tokens, report.tokens_per_second = candidate.greedy(image, prompt, steps)
+    report.greedy_match = leading_matches(tokens, expected_tokens) / steps
+    report.load_seconds = candidate.load_seconds

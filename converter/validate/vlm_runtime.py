@@ -6,6 +6,7 @@ image-text-to-text task's."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ PAST = "past_key_values."
 
 class OnnxVisionLanguage:
     def __init__(self, package: Path, provider: str = "CPUExecutionProvider"):
+        started = time.perf_counter()
         manifest = json.loads((Path(package) / "mobius.json").read_text())
         self.config = json.loads((Path(package) / "config.json").read_text())
         files = {c["role"]: c["filename"] for c in manifest["components"]}
@@ -33,9 +35,14 @@ class OnnxVisionLanguage:
         self.mrope = len(positions.shape) == 3
         features = next(i for i in self.embedding.get_inputs() if i.name == "image_features")
         self.features_type, self.hidden = ORT_NUMPY[features.type], features.shape[-1]
+        self.load_seconds = time.perf_counter() - started
 
     def image_features(self, image: dict[str, np.ndarray]) -> np.ndarray:
         return self.vision.run(["image_features"], image)[0]
+
+    def inputs_embeds(self, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
+        """The prompt's embeddings with `image`'s features merged in (float32)."""
+        return self.embed(ids, self.image_features(image)).astype(np.float32)
 
     def embed(self, ids: np.ndarray, features: np.ndarray | None) -> np.ndarray:
         if features is None:
@@ -55,6 +62,13 @@ class OnnxVisionLanguage:
         `positions`: the prompt's position_ids (default: 0, 1, ...; for mrope, Qwen-VL's 3-D
         positions from the image grids, as onnxruntime-genai computes them); each step
         continues one past the largest."""
+        decoding = self._decode(image, ids, positions)
+        results = [next(decoding)]
+        results += [decoding.send(tokens) for tokens in steps]
+        return results
+
+    def _decode(self, image, ids: np.ndarray, positions: np.ndarray | None):
+        """A generator: the prompt's logits first, then those of each token batch sent."""
         batch = ids.shape[0]
         if positions is None:
             positions = self.positions(image, ids)
@@ -66,15 +80,11 @@ class OnnxVisionLanguage:
             )
             for name, meta in self.past.items()
         }
-        features = self.image_features(image)
+        embeds = self.embed(ids, self.image_features(image))
         next_position = positions.max(axis=-1, keepdims=True) + 1
-        results = []
-        for step, tokens in enumerate([ids, *steps]):
-            if step:
-                mask = np.concatenate([mask, np.ones((batch, 1), mask.dtype)], axis=1)
-                positions, next_position = next_position, next_position + 1
+        while True:
             feeds = {
-                "inputs_embeds": self.embed(tokens, features if step == 0 else None),
+                "inputs_embeds": embeds,
                 "attention_mask": mask,
                 "position_ids": np.ascontiguousarray(positions),
                 **past,
@@ -82,8 +92,10 @@ class OnnxVisionLanguage:
             logits, *presents = self.decoder.run(self.outputs, feeds)
             named = zip(self.outputs[1:], presents, strict=True)
             past = {name.replace("present.", PAST): value for name, value in named}
-            results.append(logits.astype(np.float32))
-        return results
+            tokens = yield logits.astype(np.float32)
+            embeds = self.embed(tokens, None)
+            mask = np.concatenate([mask, np.ones((batch, 1), mask.dtype)], axis=1)
+            positions, next_position = next_position, next_position + 1
 
     def positions(self, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
         if not self.mrope:
@@ -98,11 +110,14 @@ class OnnxVisionLanguage:
         ids: np.ndarray,
         new_tokens: int,
         positions: np.ndarray | None = None,
-    ) -> list[int]:
-        """Greedy tokens after the prompt (batch row 0)."""
-        tokens: list[int] = []
-        for _ in range(new_tokens):
-            steps = [np.array([[t]]) for t in tokens]
-            logits = self.run(image, ids, steps, positions)[-1]
+    ) -> tuple[list[int], float]:
+        """Greedy tokens after the prompt (batch row 0), and the decode speed in tokens/s
+        (the prompt, the image's included, not counted)."""
+        decoding = self._decode(image, ids, positions)
+        tokens = [int(next(decoding)[0, -1].argmax())]
+        started = time.perf_counter()
+        while len(tokens) < new_tokens:
+            logits = decoding.send(np.array([[tokens[-1]]], dtype=np.int64))
             tokens.append(int(logits[0, -1].argmax()))
-        return tokens
+        elapsed = time.perf_counter() - started
+        return tokens, (new_tokens - 1) / elapsed if elapsed > 0 else float("inf")
