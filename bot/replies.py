@@ -19,6 +19,7 @@ from huggingface_hub import HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
 from bot.store import OUTAGES, BotStore, Reply
+from converter.validate.report import component_diffs
 from pipeline.jobs import Job, JobNotFound, JobQueue
 
 MAX_FAILURES = 5  # failed posts of one reply before it is given up
@@ -133,14 +134,14 @@ def validation_table(reports: dict[str, dict[str, Any]]) -> str:
     if not reports:
         return ""
     rows = [
-        "| variant | status | reference | max abs diff | top-1 agreement | tokens/s |",
-        "|---|---|---|---|---|---|",
+        "| variant | status | reference | max abs diff | top-1 agreement | tokens/s | components |",
+        "|---|---|---|---|---|---|---|",
     ]
     for folder, r in sorted(reports.items()):
         rows.append(
             f"| `{folder}` | {r.get('status', '?')} | {r.get('reference') or '-'} | "
             f"{_num(r.get('max_abs_diff'), '.2e')} | {_num(r.get('top1_agreement'), '.3f')} | "
-            f"{_num(r.get('tokens_per_second'), '.1f')} |"
+            f"{_num(r.get('tokens_per_second'), '.1f')} | {component_diffs(r) or '-'} |"
         )
     return "\n".join(rows)
 

@@ -44,6 +44,7 @@ from converter.errors import MobiusError
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
 from converter.registry import families
 from converter.repo_files import is_repo_id
+from converter.validate.report import component_diffs
 from model_cards import variant_order
 from pipeline.convert import TOKEN_ENV
 from pipeline.jobs import ConversionRequest, Job, JobQueue
@@ -141,7 +142,7 @@ def check_model(model_id: str, token: str | bool = False) -> str:
     weights = model_cards.human_size(size) if size else "no safetensors weights"
     if model_type not in families():
         return f"❌ `{model_id}`: architecture `{model_type}` is not supported ({weights})"
-    return f"✅ `{model_id}`: `{model_type}`, {weights}"
+    return f"✅ `{model_id}`: `{model_type}` ({families()[model_type].task}), {weights}"
 
 
 def _remote_config(model_id: str, info: Any, token: str | bool) -> dict:
@@ -249,12 +250,22 @@ def report_rows(result: dict[str, Any] | None) -> list[list[Any]]:
             _num(r.get("min_cosine")),
             _num(r.get("top1_agreement")),
             _rate(r.get("tokens_per_second")),
+            component_diffs(r),
         ]
         for folder, r in sorted(reports.items(), key=lambda item: variant_order(item[0]))
     ]
 
 
-REPORT_HEADERS = ["variant", "status", "reference", "max abs diff", "min cosine", "top-1", "tok/s"]
+REPORT_HEADERS = [
+    "variant",
+    "status",
+    "reference",
+    "max abs diff",
+    "min cosine",
+    "top-1",
+    "tok/s",
+    "components",  # a VLM's image features and inputs_embeds, each against the reference
+]
 
 
 def card_file(job: Job, who: Visitor) -> str | None:

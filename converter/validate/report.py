@@ -110,13 +110,23 @@ def format_report(report: ValidationReport) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+def component_diffs(report: dict) -> str:
+    """A multi-graph package's intermediate outputs' max abs diffs, in one phrase
+    ("image_features 2.1e-07, inputs_embeds 0"); "" for a one-graph package."""
+    return ", ".join(
+        f"{name} {figures['max_abs_diff']:.2g}"
+        for name, figures in (report.get("components") or {}).items()
+    )
+
+
 def summarize(report: dict) -> str:
     """One line for a report (as_dict): the status and its evidence."""
     status = report["status"]
     if report.get("max_abs_diff") is not None:
+        components = component_diffs(report)
         status += (
             f" (max abs diff {report['max_abs_diff']:.3g}, top-1 {report['top1_agreement']:.1%},"
-            f" vs {report['reference']})"
+            f"{' ' + components + ',' if components else ''} vs {report['reference']})"
         )
     details = [*report.get("failures", []), *filter(None, [report.get("reason")])]
     return "; ".join([status, *details])
