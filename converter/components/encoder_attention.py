@@ -6,6 +6,8 @@ MultiHeadAttention with the padding mask as key_padding_mask. Both take an optio
 bias [batch or 1, heads, sequence, sequence] (relative positions). The model picks one per EP.
 Without a mask (images of one size) every key is attended; `causal` (CLIP's text tower) also
 hides later keys; `queries` is the query count when it is not the keys' (a pooling probe's 1).
+`BlockAttention` is the same choice for a sequence of several images' patches (or windows)
+where a patch attends only the keys a boolean [sequence, sequence] mask allows.
 """
 
 from __future__ import annotations
@@ -85,3 +87,19 @@ def encoder_attention(op, ep, attention_mask, dtype: ir.DataType, *, causal=Fals
         raise ValueError("a causal encoder kernel reads its length from the attention mask")
     kernel = FusedEncoderAttention if ep.has(ENCODER_MHA) else StandardEncoderAttention
     return kernel(op, attention_mask, dtype, causal, queries)
+
+
+class BlockAttention:
+    """Attention over one packed sequence [1, sequence, hidden] where each query sees only
+    the keys `keep` [sequence, sequence] (bool) allows: its own image's, frame's or window's.
+    MultiHeadAttention with the mask as an additive bias where the EP has it, else opset-23
+    Attention with the boolean mask."""
+
+    def __init__(self, op, ep, keep, dtype: ir.DataType):
+        self.fused = FusedEncoderAttention(op, None, dtype) if ep.has(ENCODER_MHA) else None
+        self.mask = op.Unsqueeze(additive_mask(op, keep, dtype), [0, 1]) if self.fused else keep
+
+    def __call__(self, op, q, k, v, heads: int, scale: float):
+        if self.fused is not None:
+            return self.fused(op, q, k, v, heads, scale, bias=self.mask)
+        return op.Attention(q, k, v, self.mask, q_num_heads=heads, kv_num_heads=heads, scale=scale)
