@@ -1,19 +1,10 @@
 """Idefics 3: a tiny tower (50-pixel tiles of 2-pixel patches: a 25 x 25 grid, whose bucket
 boundaries put some full-tile patches off their plain position, as transformers computes them)
-shuffled 5 x 5 into 25 tokens a tile, into a tiny Llama."""
+shuffled 5 x 5 into 25 tokens a tile, into LLaVA's tiny Llama."""
 
 from tests.parity.vlm_cases import VlmCase
+from tests.parity.vlm_cases.llava import TEXT
 
-TEXT = {
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "vocab_size": 320,
-    "max_position_embeddings": 512,
-}
 VISION = {
     "hidden_size": 32,
     "intermediate_size": 64,

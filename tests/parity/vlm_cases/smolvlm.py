@@ -2,7 +2,7 @@
 12 x 12 grid shuffled 3 x 3 into 16 tokens a tile) and its head tied to the token table."""
 
 from tests.parity.vlm_cases import VlmCase
-from tests.parity.vlm_cases.idefics3 import TEXT
+from tests.parity.vlm_cases.llava import TEXT
 
 VISION = {
     "hidden_size": 32,
