@@ -191,10 +191,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         "a SigLIP tower with a perceiver resampler into Mistral: not built yet",
     ),
-    "idefics3": (
-        "vlm",
-        "a SigLIP tower over image splits, a pixel-shuffle connector into Llama: not built yet",
-    ),
     "inkling2": (
         "vlm",
         "a decoder of sliding and full attention with short convolutions and relative position "
@@ -392,11 +388,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     "shieldgemma2": (
         "vlm",
         "Gemma 3's VLM layout used as an image safety classifier: follows gemma3, not built yet",
-    ),
-    "smolvlm": (
-        "vlm",
-        "Idefics 3's layout (SigLIP over image splits, pixel-shuffle connector) into SmolLM: "
-        "not built yet",
     ),
     "step3p7": (
         "vlm",

@@ -6,6 +6,10 @@ the names its genai_config.json declares.
                     "pixels"   pixel_values [num_images, channels, height, width]
                     "patches"  pixel_values [num_patches, patch_width] (the processor's
                                flattened patches), image_grid_thw (int64) [num_images, 3]
+                    "tiles"    pixel_values [batch_size, num_tiles, channels, height, width]
+                               (Idefics 3's image splits; all-zero tiles pad the list),
+                               pixel_attention_mask (int64) [batch_size, num_tiles, height,
+                               width]
   embedding.onnx  input_ids (int64) [batch, sequence_length], image_features
                   [num_image_tokens, hidden] -> inputs_embeds [batch, sequence_length, hidden]
                   (every step after the prompt feeds no image tokens and 0 features)
@@ -91,6 +95,12 @@ def image_inputs(builder, layout: str, vision, dtype: ir.DataType):
         grid = builder.input("image_grid_thw", ir.DataType.INT64, ["num_images", 3])
         names = {"pixel_values": "pixel_values", "image_grid_thw": "image_grid_thw"}
         return PatchInputs(_cast(op, pixels, dtype), image_grid_thw=grid), names
+    if layout == "tiles":
+        side, tiles = vision.image_size, ["batch_size", "num_tiles"]
+        pixels = builder.input("pixel_values", FLOAT, [*tiles, vision.num_channels, side, side])
+        mask = builder.input("pixel_attention_mask", ir.DataType.INT64, [*tiles, side, side])
+        names = {"pixel_values": "pixel_values", "pixel_attention_mask": "pixel_attention_mask"}
+        return ImageInputs(_cast(op, pixels, dtype), pixel_attention_mask=mask), names
     raise ValueError(f"no image layout {layout!r}")
 
 

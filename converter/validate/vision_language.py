@@ -24,13 +24,16 @@ def missing_files(package: Path) -> list[str]:
 
 
 def probe_image(session, config: dict) -> dict[str, np.ndarray]:
-    """One random image the vision graph takes: of its fixed dims, or (flattened patches) a
-    grid of 2 x 2 merge blocks."""
+    """One random image the vision graph takes: of its fixed dims (one tile, unpadded, where it
+    reads tiles), or (flattened patches) a grid of 2 x 2 merge blocks."""
     rng = np.random.default_rng(0)
     inputs = {meta.name: meta for meta in session.get_inputs()}
     if "image_grid_thw" not in inputs:
         dims = [1 if isinstance(d, str) or d is None else d for d in inputs["pixel_values"].shape]
-        return {"pixel_values": rng.standard_normal(dims).astype(np.float32)}
+        image = {"pixel_values": rng.standard_normal(dims).astype(np.float32)}
+        if "pixel_attention_mask" in inputs:
+            image["pixel_attention_mask"] = np.ones(dims[:2] + dims[3:], dtype=np.int64)
+        return image
     side = 2 * config["vision_config"]["spatial_merge_size"]
     width = inputs["pixel_values"].shape[-1]
     return {

@@ -87,7 +87,40 @@ def patch_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray]
     return image, np.array([ids + list(_text(model, AFTER, rng))])
 
 
-INPUTS = {"pixels": pixel_inputs, "patches": patch_inputs}
+def tile_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Idefics 3's processor on a batch of two prompts of one image each: a square image split
+    2 x 2 and a wide one split 1 x 2 (each with its global image), so the second prompt's tile
+    list ends in two all-zero padding tiles; its first tile then padded (zero pixels, mask 0)
+    below and right of a part not on the patch grid, as a smaller image padded to the tile is.
+    The prompts hold their tiles' image tokens, the shorter one more text."""
+    from transformers import Idefics3ImageProcessorPil
+
+    config, vision = model.config, model.config.vision_config
+    side = vision.image_size
+    processor = Idefics3ImageProcessorPil(
+        size={"longest_edge": 2 * side}, max_image_size={"longest_edge": side}
+    )
+    shapes = [(side, side, 3), (side // 2, side, 3)]
+    images = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in shapes]
+    image = dict(processor([[i] for i in images], return_tensors="np"))
+    rows, cols = side * 3 // 5, side * 4 // 5 + 1
+    image["pixel_values"][1, 0, :, rows:] = image["pixel_values"][1, 0, :, :, cols:] = 0
+    image["pixel_attention_mask"][1, 0, rows:] = image["pixel_attention_mask"][1, 0, :, cols:] = 0
+    real = (image["pixel_values"] != 0).any(axis=(2, 3, 4)).sum(axis=1)
+    per_tile = (side // vision.patch_size // config.scale_factor) ** 2
+    longest = real.max() * per_tile
+    prompts = [
+        [
+            *_text(model, BEFORE, rng),
+            *[config.image_token_id] * (n * per_tile),
+            *_text(model, AFTER + longest - n * per_tile, rng),
+        ]
+        for n in real
+    ]
+    return image, np.array(prompts)
+
+
+INPUTS = {"pixels": pixel_inputs, "patches": patch_inputs, "tiles": tile_inputs}
 
 
 def step_tokens(model, batch: int, rng: np.random.Generator) -> list[np.ndarray]:
