@@ -45,12 +45,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "an Idefics-3-style SigLIP tower whose patches a cross-attention projector with learned "
         "queries pools, into a mixture-of-experts text model (aria_text): not built yet",
     ),
-    "aya_vision": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "a SigLIP tower, a pixel-shuffle downsample and a SwiGLU projector into Cohere 2"
-        ),
-    ),
     "blip": (
         "vlm",
         "a ViT whose features a BERT-layout text decoder cross-attends to in every layer: the "
@@ -210,11 +204,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "instructblip": ("vlm", QFORMER.format("InstructBLIP's, reading the instruction too")),
     "instructblipvideo": ("vlm", QFORMER.format("InstructBLIP-Video's, per frame")),
-    "internvl": (
-        "vlm",
-        "InternViT (layer scale, optional qk-norm) over dynamic tiles, pixel shuffle and an MLP "
-        "projector: not built yet",
-    ),
     "janus": (
         "vlm",
         "SigLIP understanding tower plus a VQ-VAE generation head: the understanding path is "
