@@ -52,13 +52,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "blip-2": ("vlm", QFORMER.format("BLIP-2's, with OPT or Flan-T5 behind it")),
     "chameleon": ("vlm", VQ_TOKENS.format("Chameleon's VQGAN, its ids mapped into the vocabulary")),
-    "cohere2_vision": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "a SigLIP tower, a pixel-shuffle downsample, a SwiGLU projector and "
-            "tiled images into Cohere 2"
-        ),
-    ),
     "cohere_compass": (
         "vlm",
         QWEN_VL_LIKE.format("Cohere's own text model and sequence-classification heads"),

@@ -1,8 +1,11 @@
 """Aya Vision: a SigLIP vision tower's hidden states at `vision_feature_layer`, pixel-shuffled
 (each `downsample_factor`² block of patches one token), through a SwiGLU projector (LayerNorm,
 linear_1, silu(second half) x first half, linear_2) in place of the image tokens of Cohere 2.
-The processor cuts each image into fixed-size tiles (plus a thumbnail): the vision graph reads
-pixel_values [num_tiles, 3, image_size, image_size], every tile's tokens in order."""
+Command A Vision (cohere2_vision) is the same layout over the tower's output after
+post_layernorm, without the projector's LayerNorm. Their processors cut each image into
+fixed-size tiles (plus a thumbnail): the vision graph reads pixel_values [num_tiles, 3,
+image_size, image_size], every tile's tokens in order. The head is the VLM's own lm_head, which
+transformers never scales by the text model's logit_scale."""
 
 from __future__ import annotations
 
@@ -28,16 +31,14 @@ from converter.tasks.vision_language import VLM_TASK
 
 
 class SiglipShuffleRules(VisionLanguageRules):
-    """A SigLIP tower pixel-shuffled into a SwiGLU projector over Cohere 2 (Aya Vision; Command
-    A Vision reads the same, its tower's output after post_layernorm, without the projector's
-    LayerNorm)."""
+    """A SigLIP tower pixel-shuffled into a SwiGLU projector over Cohere 2: Aya Vision's
+    settings (Command A Vision's: Cohere2VisionRules)."""
 
     text_type = "cohere2"
     vision_type = "siglip_vision_model"
     tie_at_top_level = True
 
     def read_text(self, raw: dict, text_type: str) -> ArchitectureConfig:
-        # the head is the VLM's own lm_head, which transformers never scales by logit_scale
         return replace(super().read_text(raw, text_type), logits_multiplier=1.0)
 
     def read_vision(self, r: ConfigReader) -> VisionTower:
@@ -71,7 +72,14 @@ class SiglipShuffleRules(VisionLanguageRules):
                 "vision_feature_select_strategy",
                 "SigLIP has no class token; dropping the first patch leaves no square grid",
             )
-        return {"layer": layer, "norm_eps": r.float("adapter_layer_norm_eps")}
+        norm_eps = r.float("adapter_layer_norm_eps")
+        return {"layer": layer, "post_norm": False, "norm_eps": norm_eps}
+
+
+class Cohere2VisionRules(SiglipShuffleRules):
+    def read_features(self, r: ConfigReader, vision: VisionTower) -> dict:
+        # the tower's output (after post_layernorm) straight into linear_1
+        return {"layer": vision.num_hidden_layers, "post_norm": True, "norm_eps": None}
 
 
 class SwigluProjector(nn.Module):
@@ -132,7 +140,7 @@ class AyaVisionModel(VisionLanguageModel):
 
     @property
     def post_norm(self) -> bool:
-        return False
+        return self.cfg.extra["post_norm"]
 
     def unused_tensors(self) -> tuple[str, ...]:
         unused = () if self.post_norm else (r"vision_tower\.post_layernorm\.(weight|bias)",)
@@ -162,6 +170,18 @@ FAMILIES = [
         "model.onnx; onnxruntime runs it, onnxruntime-genai has no Aya Vision type)",
         ("CohereLabs/aya-vision-8b",),
         rules=SiglipShuffleRules(),
+        task=VLM_TASK,
+        category="vlm",
+        renames=LLAVA_RENAMES,
+    ),
+    Family(
+        "cohere2_vision",
+        AyaVisionModel,
+        "Aya Vision's layout reading the SigLIP tower's output (after post_layernorm), its "
+        "SwiGLU projector without a LayerNorm (onnxruntime runs it, onnxruntime-genai has no "
+        "Command A Vision type)",
+        ("CohereLabs/command-a-vision-07-2025",),
+        rules=Cohere2VisionRules(),
         task=VLM_TASK,
         category="vlm",
         renames=LLAVA_RENAMES,
