@@ -14,7 +14,7 @@ from dataclasses import replace
 import onnx_ir as ir
 from onnxscript import nn
 
-from converter.components import LayerNorm, Linear
+from converter.components import LayerNorm, Linear, activation
 from converter.components.encoder_attention import encoder_attention
 from converter.components.pixel_shuffle import pixel_shuffle
 from converter.config.architecture import ArchitectureConfig
@@ -77,6 +77,8 @@ class SiglipShuffleRules(VisionLanguageRules):
 
 
 class Cohere2VisionRules(SiglipShuffleRules):
+    """Command A Vision: no feature-layer settings, no projector LayerNorm."""
+
     def read_features(self, r: ConfigReader, vision: VisionTower) -> dict:
         # the tower's output (after post_layernorm) straight into linear_1
         return {"layer": vision.num_hidden_layers, "post_norm": True, "norm_eps": None}
@@ -86,7 +88,9 @@ class SwigluProjector(nn.Module):
     """linear_2(silu(gate) * x) where linear_1's output is x, then gate; an optional LayerNorm
     first."""
 
-    def __init__(self, width: int, inner: int, hidden: int, norm_eps, dtype: ir.DataType):
+    def __init__(
+        self, width: int, inner: int, hidden: int, norm_eps: float | None, dtype: ir.DataType
+    ):
         super().__init__()
         self.layernorm = None if norm_eps is None else LayerNorm(width, norm_eps, dtype)
         self.linear_1 = Linear(width, inner, True, dtype)
@@ -96,12 +100,12 @@ class SwigluProjector(nn.Module):
         if self.layernorm is not None:
             x = self.layernorm(op, x)
         x, gate = op.Split(self.linear_1(op, x), axis=-1, num_outputs=2, _outputs=2)
-        return self.linear_2(op, op.Mul(op.Mul(gate, op.Sigmoid(gate)), x))
+        return self.linear_2(op, op.Mul(activation(op, "silu", gate), x))
 
 
-class SiglipHiddenStates(nn.Module):
-    """SigLIP's vision transformer returning every hidden state (the embeddings, then each
-    layer's output), the last through post_layernorm when `post_norm`."""
+class SiglipFeatureTower(nn.Module):
+    """SigLIP's vision transformer built to the feature layer: its output, through
+    post_layernorm when `post_norm`."""
 
     def __init__(self, cfg: VisionTower, dtype: ir.DataType, ep, post_norm: bool):
         super().__init__()
@@ -115,20 +119,17 @@ class SiglipHiddenStates(nn.Module):
         # post_layernorm reads the last layer's sum
         return skip_norms(plan, 0 if self.post_layernorm is None else 1)
 
-    def forward(self, op, image) -> list[ir.Value]:
+    def forward(self, op, image) -> ir.Value:
         kernel = encoder_attention(op, self.ep, None, self.dtype)
-        states = [self.embeddings(op, image)]
-        self.encoder(op, states[0], kernel, states)
-        if self.post_layernorm is not None:
-            states[-1] = self.post_layernorm(op, states[-1])
-        return states
+        x = self.encoder(op, self.embeddings(op, image), kernel)
+        return x if self.post_layernorm is None else self.post_layernorm(op, x)
 
 
 class AyaVisionModel(VisionLanguageModel):
     def make_vision(self, cfg, dtype, ep) -> None:
         extra = cfg.extra
         tower = replace(cfg.vision, num_hidden_layers=self.depth)
-        self.vision_tower = SiglipHiddenStates(tower, dtype, ep, post_norm=self.post_norm)
+        self.vision_tower = SiglipFeatureTower(tower, dtype, ep, post_norm=self.post_norm)
         width = cfg.vision.hidden_size * extra["factor"] ** 2
         self.multi_modal_projector = SwigluProjector(
             width, extra["inner"], cfg.text.hidden_size, extra["norm_eps"], dtype
@@ -155,7 +156,7 @@ class AyaVisionModel(VisionLanguageModel):
         )
 
     def image_features(self, op, image) -> ir.Value:
-        x = self.vision_tower(op, image)[self.depth]
+        x = self.vision_tower(op, image)
         x = pixel_shuffle(op, x, self.cfg.extra["side"], self.cfg.extra["factor"])
         features = self.multi_modal_projector(op, x)
         return op.Reshape(features, [-1, self.cfg.text.hidden_size])
