@@ -334,7 +334,9 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "qianfan_ocr": (
         "vlm",
-        "InternViT over dynamic tiles with pixel shuffle, as InternVL: not built yet",
+        "InternVL's graphs (converter/models/internvl.py) into Qwen3, but transformers loads "
+        "its checkpoints from InternVL's original layout (vision_model.encoder.layers.N with one "
+        "fused attn.qkv, ls1/ls2, mlp1.0/1/3), whose q/k/v split and renames are not built yet",
     ),
     "qwen2_5_omni_thinker": ("vlm", OMNI.format("Qwen2.5-Omni's thinker")),
     "qwen2_vl": (
