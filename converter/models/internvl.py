@@ -254,7 +254,7 @@ class InternVLModel(VisionLanguageModel):
 
     def image_features(self, op, image) -> ir.Value:
         x = self.vision_tower(op, image.pixel_values)
-        x = op.Slice(x, [1], [(1 << 63) - 1], [1])  # the class token
+        x = op.Slice(x, [1], [(1 << 63) - 1], [1])  # without the class token
         x = pixel_shuffle(op, x, self.cfg.extra["side"], self.cfg.extra["factor"])
         features = self.multi_modal_projector(op, x)
         return op.Reshape(features, [-1, self.cfg.text.hidden_size])
