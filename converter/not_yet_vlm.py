@@ -45,12 +45,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "an Idefics-3-style SigLIP tower whose patches a cross-attention projector with learned "
         "queries pools, into a mixture-of-experts text model (aria_text): not built yet",
     ),
-    "aya_vision": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "a SigLIP tower, a pixel-shuffle downsample and a SwiGLU projector into Cohere 2"
-        ),
-    ),
     "blip": (
         "vlm",
         "a ViT whose features a BERT-layout text decoder cross-attends to in every layer: the "
@@ -58,13 +52,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "blip-2": ("vlm", QFORMER.format("BLIP-2's, with OPT or Flan-T5 behind it")),
     "chameleon": ("vlm", VQ_TOKENS.format("Chameleon's VQGAN, its ids mapped into the vocabulary")),
-    "cohere2_vision": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "a SigLIP tower, a pixel-shuffle downsample, a SwiGLU projector and "
-            "tiled images into Cohere 2"
-        ),
-    ),
     "cohere_compass": (
         "vlm",
         QWEN_VL_LIKE.format("Cohere's own text model and sequence-classification heads"),
@@ -206,11 +193,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "instructblip": ("vlm", QFORMER.format("InstructBLIP's, reading the instruction too")),
     "instructblipvideo": ("vlm", QFORMER.format("InstructBLIP-Video's, per frame")),
-    "internvl": (
-        "vlm",
-        "InternViT (layer scale, optional qk-norm) over dynamic tiles, pixel shuffle and an MLP "
-        "projector: not built yet",
-    ),
     "janus": (
         "vlm",
         "SigLIP understanding tower plus a VQ-VAE generation head: the understanding path is "
@@ -348,7 +330,9 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "qianfan_ocr": (
         "vlm",
-        "InternViT over dynamic tiles with pixel shuffle, as InternVL: not built yet",
+        "InternVL's graphs (converter/models/internvl.py) into Qwen3, but transformers loads "
+        "its checkpoints from InternVL's original layout (vision_model.encoder.layers.N with one "
+        "fused attn.qkv, ls1/ls2, mlp1.0/1/3), whose q/k/v split and renames are not built yet",
     ),
     "qwen2_5_omni_thinker": ("vlm", OMNI.format("Qwen2.5-Omni's thinker")),
     "qwen2_vl": (

@@ -11,7 +11,7 @@ else the family's `text_type`); the vision section over the defaults of the fami
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from converter.config.architecture import ArchitectureConfig
@@ -47,6 +47,9 @@ class VisionLanguageRules:
     text_family: str | None = None  # whose rules and decoder read the text section, if not its type
     vision_type = ""
     image_token_keys: tuple[str, ...] = ("image_token_id", "image_token_index")
+    # transformers 5 ties the head to the table by the top-level `tie_word_embeddings`, which
+    # may differ from text_config's (InternVL: true over Qwen2's false)
+    tie_at_top_level = False
 
     @property
     def nested_types(self) -> tuple[str, ...]:
@@ -62,6 +65,9 @@ class VisionLanguageRules:
         text_type = text_raw.get("model_type") or self.text_type
         text = read_section("text_config", lambda: self.read_text(text_raw, text_type))
         text_type = self.text_family or text_type
+        if self.tie_at_top_level:
+            tied = r.bool("tie_word_embeddings", text.tie_word_embeddings)
+            text = replace(text, tie_word_embeddings=tied)
         vision_raw = section(r, "vision_config")
         vision = read_section(
             "vision_config", lambda: self.read_vision(ConfigReader(vision_raw, self.vision_type))

@@ -39,16 +39,6 @@ class LlavaRules(VisionLanguageRules):
         return TwoTowerRules("clip_text_model", self.vision_type).read_vision(r)
 
     def read_extra(self, r: ConfigReader, text, vision: VisionTower) -> dict:
-        layers = r.get("vision_feature_layer")
-        chosen = layers if isinstance(layers, list) else [layers]
-        depth = vision.num_hidden_layers
-        for layer in chosen:
-            valid = isinstance(layer, int) and not isinstance(layer, bool)
-            if not valid or not -depth - 1 <= layer <= depth:
-                raise ConfigError(
-                    f"'vision_feature_layer' = {layers!r} must name hidden states of the "
-                    f"{depth}-layer tower (0..{depth}, or negative from the end)"
-                )
         strategy = r.str("vision_feature_select_strategy")
         if strategy not in STRATEGIES:
             raise ConfigError(
@@ -57,11 +47,34 @@ class LlavaRules(VisionLanguageRules):
             )
         return {
             # hidden states index: 0 is the embeddings (after pre_layrnorm), i the i-th layer's
-            "feature_layers": tuple(layer % (depth + 1) for layer in chosen),
+            "feature_layers": feature_layers(r, vision.num_hidden_layers),
             "drop_class_token": strategy == "default",
             "projector_act": r.str("projector_hidden_act"),
             "projector_bias": r.bool("multimodal_projector_bias", True),
         }
+
+
+def feature_layers(r: ConfigReader, depth: int) -> tuple[int, ...]:
+    """The hidden states `vision_feature_layer` names (one index or a list), counted from 0
+    (the embeddings) to `depth` (the last layer's output)."""
+    layers = r.get("vision_feature_layer")
+    chosen = layers if isinstance(layers, list) else [layers]
+    for layer in chosen:
+        valid = isinstance(layer, int) and not isinstance(layer, bool)
+        if not valid or not -depth - 1 <= layer <= depth:
+            raise ConfigError(
+                f"'vision_feature_layer' = {layers!r} must name hidden states of the "
+                f"{depth}-layer tower (0..{depth}, or negative from the end)"
+            )
+    return tuple(layer % (depth + 1) for layer in chosen)
+
+
+def one_feature_layer(r: ConfigReader, depth: int) -> int:
+    """The one hidden state `vision_feature_layer` names (a pixel shuffle reads one)."""
+    layers = feature_layers(r, depth)
+    if len(layers) != 1:
+        r.refuse("vision_feature_layer", "the pixel shuffle reads one layer's hidden states")
+    return layers[0]
 
 
 class LlavaProjector(nn.Module):

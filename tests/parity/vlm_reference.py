@@ -48,7 +48,8 @@ def _text(model, count: int, rng: np.random.Generator) -> np.ndarray:
 def pixel_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Two fixed random images of the tower's size, one per prompt of a batch of two."""
     vision = model.config.vision_config
-    shape = (2, vision.num_channels, vision.image_size, vision.image_size)
+    side = vision.image_size  # one int, or (height, width) (InternVL)
+    shape = (2, vision.num_channels, *(side if isinstance(side, list | tuple) else (side, side)))
     image = {"pixel_values": rng.standard_normal(shape).astype(np.float32)}
     with torch.no_grad():
         tokens = len(
