@@ -11,7 +11,7 @@ else the family's `text_type`); the vision section over the defaults of the fami
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from converter.config.architecture import ArchitectureConfig
@@ -47,6 +47,10 @@ class VisionLanguageRules:
     text_family: str | None = None  # whose rules and decoder read the text section, if not its type
     vision_type = ""
     image_token_keys: tuple[str, ...] = ("image_token_id", "image_token_index")
+    # transformers ties the head by the top-level tie_word_embeddings; LLaVA's and Qwen-VL's
+    # configs also honour the text section's (where saves before transformers 5 put it), a
+    # family whose config does not sets this False
+    tie_from_text = True
 
     @property
     def nested_types(self) -> tuple[str, ...]:
@@ -62,6 +66,10 @@ class VisionLanguageRules:
         text_type = text_raw.get("model_type") or self.text_type
         text = read_section("text_config", lambda: self.read_text(text_raw, text_type))
         text_type = self.text_family or text_type
+        tied = r.bool("tie_word_embeddings", False)
+        tied = tied or (self.tie_from_text and text.tie_word_embeddings)
+        if tied != text.tie_word_embeddings:
+            text = replace(text, tie_word_embeddings=tied)
         vision_raw = section(r, "vision_config")
         vision = read_section(
             "vision_config", lambda: self.read_vision(ConfigReader(vision_raw, self.vision_type))

@@ -39,16 +39,6 @@ class LlavaRules(VisionLanguageRules):
         return TwoTowerRules("clip_text_model", self.vision_type).read_vision(r)
 
     def read_extra(self, r: ConfigReader, text, vision: VisionTower) -> dict:
-        layers = r.get("vision_feature_layer")
-        chosen = layers if isinstance(layers, list) else [layers]
-        depth = vision.num_hidden_layers
-        for layer in chosen:
-            valid = isinstance(layer, int) and not isinstance(layer, bool)
-            if not valid or not -depth - 1 <= layer <= depth:
-                raise ConfigError(
-                    f"'vision_feature_layer' = {layers!r} must name hidden states of the "
-                    f"{depth}-layer tower (0..{depth}, or negative from the end)"
-                )
         strategy = r.str("vision_feature_select_strategy")
         if strategy not in STRATEGIES:
             raise ConfigError(
@@ -56,23 +46,44 @@ class LlavaRules(VisionLanguageRules):
                 f"{', '.join(STRATEGIES)}"
             )
         return {
-            # hidden states index: 0 is the embeddings (after pre_layrnorm), i the i-th layer's
-            "feature_layers": tuple(layer % (depth + 1) for layer in chosen),
+            "feature_layers": feature_layers(r, vision, "vision_feature_layer"),
             "drop_class_token": strategy == "default",
             "projector_act": r.str("projector_hidden_act"),
             "projector_bias": r.bool("multimodal_projector_bias", True),
         }
 
 
+def feature_layers(r: ConfigReader, vision: VisionTower, *keys: str) -> tuple[int, ...]:
+    """The hidden states `keys` name (one layer, or several concatenated) as indices: 0 is the
+    embeddings (after pre_layrnorm), i the i-th layer's output."""
+    layers = r.get(*keys)
+    chosen = layers if isinstance(layers, list) else [layers]
+    depth = vision.num_hidden_layers
+    for layer in chosen:
+        valid = isinstance(layer, int) and not isinstance(layer, bool)
+        if not valid or not -depth - 1 <= layer <= depth:
+            raise ConfigError(
+                f"'{keys[0]}' = {layers!r} must name hidden states of the {depth}-layer tower "
+                f"(0..{depth}, or negative from the end)"
+            )
+    return tuple(layer % (depth + 1) for layer in chosen)
+
+
 class LlavaProjector(nn.Module):
+    """linear_1, the activation, linear_2 (`names`: what a family's checkpoints call the two)."""
+
+    names = ("linear_1", "linear_2")
+
     def __init__(self, width: int, hidden: int, act: str, bias: bool, dtype: ir.DataType):
         super().__init__()
-        self.linear_1 = Linear(width, hidden, bias, dtype)
-        self.linear_2 = Linear(hidden, hidden, bias, dtype)
+        first, second = self.names
+        setattr(self, first, Linear(width, hidden, bias, dtype))
+        setattr(self, second, Linear(hidden, hidden, bias, dtype))
         self.act = act
 
     def forward(self, op, x):
-        return self.linear_2(op, activation(op, self.act, self.linear_1(op, x)))
+        first, second = (getattr(self, name) for name in self.names)
+        return second(op, activation(op, self.act, first(op, x)))
 
 
 class LlavaVisionTower(ClipVisionTransformer):
@@ -90,11 +101,14 @@ class LlavaVisionTower(ClipVisionTransformer):
 class LlavaModel(VisionLanguageModel):
     def make_vision(self, cfg, dtype, ep) -> None:
         extra = cfg.extra
-        self.depth = max(extra["feature_layers"])
-        tower = replace(cfg.vision, num_hidden_layers=self.depth)
+        tower = replace(cfg.vision, num_hidden_layers=max(extra["feature_layers"]))
         self.vision_tower = LlavaVisionTower(tower, dtype, ep, pooled=False)
         width = cfg.vision.hidden_size * len(extra["feature_layers"])
-        self.multi_modal_projector = LlavaProjector(
+        self.multi_modal_projector = self.make_projector(cfg, width, dtype)
+
+    def make_projector(self, cfg, width: int, dtype: ir.DataType) -> nn.Module:
+        extra = cfg.extra
+        return LlavaProjector(
             width, cfg.text.hidden_size, extra["projector_act"], extra["projector_bias"], dtype
         )
 
