@@ -43,6 +43,32 @@ def test_vipllava_reads_the_older_spelling_of_its_feature_layers():
 
 
 @pytest.mark.parametrize(
+    ("case_id", "change", "message"),
+    [
+        (
+            "deepseek_vl",
+            {"vision_config": {"model_type": "clip_vision_model"}},
+            r"vision_config: 'model_type' = 'clip_vision_model': DeepSeek-VL's vision tower "
+            "converts as siglip_vision_model only",
+        ),
+        (
+            "video_llava",
+            {"vision_feature_select_strategy": "pooled"},
+            r"'vision_feature_select_strategy' = 'pooled' is not one of default, full",
+        ),
+        (
+            "vipllava",
+            {"projector_layernorm_eps": -1},
+            r"'projector_layernorm_eps' = -1 must be a finite positive number",
+        ),
+    ],
+)
+def test_settings_it_cannot_honour_are_refused_by_name(case_id, change, message):
+    with pytest.raises(ConfigError, match=message):
+        read(case_id, **change)
+
+
+@pytest.mark.parametrize(
     ("case_id", "top", "text", "tied"),
     [
         ("deepseek_vl", None, None, True),  # DeepseekVLConfig ties by default

@@ -8,9 +8,9 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from converter.config.reader import ConfigReader
-from converter.config.two_tower import TwoTowerRules, VisionTower
+from converter.config.two_tower import VisionTower
 from converter.config.vision_language import VisionLanguageRules
-from converter.models.llava import LlavaProjector
+from converter.models.llava import LlavaProjector, read_tower
 from converter.models.siglip import SiglipVisionTransformer
 from converter.models.vision_language import VisionLanguageModel
 from converter.registry import Family
@@ -23,7 +23,7 @@ class DeepseekVlRules(VisionLanguageRules):
     tie_from_text = False
 
     def read_vision(self, r: ConfigReader) -> VisionTower:
-        return TwoTowerRules("siglip_text_model", self.vision_type).read_vision(r)
+        return read_tower(r, "DeepSeek-VL", "siglip_text_model", self.vision_type)
 
 
 class DeepseekVlAligner(LlavaProjector):

@@ -30,13 +30,7 @@ class LlavaRules(VisionLanguageRules):
     vision_type = "clip_vision_model"
 
     def read_vision(self, r: ConfigReader) -> VisionTower:
-        tower = r.raw.get("model_type", self.vision_type)
-        if tower != self.vision_type:
-            raise ConfigError(
-                f"'model_type' = {tower!r}: LLaVA's vision tower converts as "
-                f"{self.vision_type} only"
-            )
-        return TwoTowerRules("clip_text_model", self.vision_type).read_vision(r)
+        return read_tower(r, "LLaVA", "clip_text_model", self.vision_type)
 
     def read_extra(self, r: ConfigReader, text, vision: VisionTower) -> dict:
         strategy = r.str("vision_feature_select_strategy")
@@ -51,6 +45,17 @@ class LlavaRules(VisionLanguageRules):
             "projector_act": r.str("projector_hidden_act"),
             "projector_bias": r.bool("multimodal_projector_bias", True),
         }
+
+
+def read_tower(r: ConfigReader, family: str, text_type: str, vision_type: str) -> VisionTower:
+    """`vision_config` as the vision tower of the two-tower pair (`text_type`, `vision_type`),
+    the only tower `family` converts with."""
+    tower = r.raw.get("model_type", vision_type)
+    if tower != vision_type:
+        raise ConfigError(
+            f"'model_type' = {tower!r}: {family}'s vision tower converts as {vision_type} only"
+        )
+    return TwoTowerRules(text_type, vision_type).read_vision(r)
 
 
 def feature_layers(r: ConfigReader, vision: VisionTower, *keys: str) -> tuple[int, ...]:
