@@ -6,7 +6,7 @@ left unread, and a prompt of the converted model holds images only."""
 
 from __future__ import annotations
 
-from converter.models.llava import LlavaModel, LlavaRules
+from converter.models.llava import LLAVA_RENAMES, LlavaModel, LlavaRules
 from converter.registry import Family
 from converter.tasks.vision_language import VLM_TASK
 
@@ -20,16 +20,13 @@ class VideoLlavaModel(LlavaModel):
         return (*super().unused_tensors(), r"video_tower\..+")
 
 
-# as LLaVA's (converter/models/llava.py), with two towers: transformers 4 and 5's
-# save_pretrained keep `image_tower.` and `video_tower.` (under `vision_model.` in 4), its
-# module names put them under `model.`
+# LLaVA's layouts (converter/models/llava.py) with two towers: `image_tower.` and
+# `video_tower.`, under `model.` in transformers 5's module names, their CLIP under
+# `vision_model.` in transformers 4's
 VIDEO_LLAVA_RENAMES = (
-    (r"^model\.language_model\.", "language_model.model."),
-    (r"^lm_head\.", "language_model.lm_head."),
-    (r"^model\.(image|video)_tower\.", r"\1_tower."),
-    (r"^model\.multi_modal_projector\.", "multi_modal_projector."),
-    (r"^(image|video)_tower\.vision_model\.", r"\1_tower."),
+    (r"^(model\.)?(image|video)_tower\.(vision_model\.)?", r"\2_tower."),
     (r"^image_tower\.", "vision_tower."),
+    *LLAVA_RENAMES,
 )
 
 FAMILIES = [
