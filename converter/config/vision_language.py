@@ -48,8 +48,8 @@ class VisionLanguageRules:
     vision_type = ""
     image_token_keys: tuple[str, ...] = ("image_token_id", "image_token_index")
     # transformers ties the head by the top-level tie_word_embeddings; LLaVA's and Qwen-VL's
-    # configs also honour the text section's (where saves before transformers 5 put it), a
-    # family whose config does not sets this False
+    # configs also honour the text section's (where saves before transformers 5 put it); the
+    # families whose configs read the top level only set this False
     tie_from_text = True
 
     @property
