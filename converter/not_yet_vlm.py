@@ -66,10 +66,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "3-D positions): the qwen3_vl family is not built yet",
     ),
     "deepseek_ocr2": ("vlm", OCR_SAM.format("with a second rotary ViT, into a DeepSeek MoE")),
-    "deepseek_vl": (
-        "vlm",
-        LLAVA_LIKE.format("a SigLIP tower and DeepSeek's aligner MLP into Llama"),
-    ),
     "deepseek_vl_hybrid": (
         "vlm",
         "two vision towers (SigLIP at low resolution, a SAM ViT with a neck at high "
@@ -101,7 +97,9 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     "exaone4_5": ("vlm", QWEN_VL_LIKE.format("EXAONE 4's hybrid-attention decoder")),
     "fast_vlm": (
         "vlm",
-        LLAVA_LIKE.format("a FastViTHD convolutional tower loaded through timm"),
+        "LLaVA's projector into Qwen2, but its tower is timm's FastViT-MCi3 (FastViTHD, through "
+        "timm_wrapper: reparameterized RepMixer convolution stages, then attention stages, its "
+        "last feature map the image tokens): no FastViT tower is built yet",
     ),
     "florence2": ("seq2seq", ENCODER_DECODER.format("a DaViT tower feeding BART")),
     "fuyu": (
@@ -215,9 +213,8 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "lfm2_vl": (
         "vlm",
-        LLAVA_LIKE.format(
-            "a SigLIP 2 NaFlex tower, pixel unshuffle and LFM2's hybrid convolution decoder"
-        ),
+        "a SigLIP 2 NaFlex tower, pixel unshuffle and a LayerNorm projector into LFM2: "
+        + TEXT_NOT_YET.format("lfm2, gated short convolutions"),
     ),
     "lfm3_vl": (
         "vlm",
@@ -312,7 +309,10 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "perception_lm": (
         "vlm",
-        LLAVA_LIKE.format("a Perception Encoder loaded through timm and adaptive pooling"),
+        "LLaVA's projector into Llama, but its tower is timm's Perception Encoder (through "
+        "timm_wrapper: an Eva-style ViT with 2-D rotary) over each image's tiles, the projected "
+        "tokens average-pooled 2x2, video frames through the same path: no Perception Encoder "
+        "tower is built yet",
     ),
     "pi0": (
         "vlm",
@@ -392,16 +392,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         "a SigLIP-style tower with 2-D rotary over variable-size images and video frames, "
         "into Qwen2: not built yet",
-    ),
-    "video_llava": (
-        "vlm",
-        LLAVA_LIKE.format("separate image and video towers (LanguageBind)"),
-    ),
-    "vipllava": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "features of several tower layers concatenated through a LayerNorm projector"
-        ),
     ),
     "vision-encoder-decoder": (
         "seq2seq",

@@ -47,9 +47,10 @@ class VisionLanguageRules:
     text_family: str | None = None  # whose rules and decoder read the text section, if not its type
     vision_type = ""
     image_token_keys: tuple[str, ...] = ("image_token_id", "image_token_index")
-    # transformers 5 ties the head to the table by the top-level `tie_word_embeddings`, which
-    # may differ from text_config's (InternVL: true over Qwen2's false)
-    tie_at_top_level = False
+    # transformers ties the head by the top-level tie_word_embeddings; LLaVA's and Qwen-VL's
+    # configs also honour the text section's (where saves before transformers 5 put it); the
+    # families whose configs read the top level only set this False
+    tie_from_text = True
 
     @property
     def nested_types(self) -> tuple[str, ...]:
@@ -65,8 +66,9 @@ class VisionLanguageRules:
         text_type = text_raw.get("model_type") or self.text_type
         text = read_section("text_config", lambda: self.read_text(text_raw, text_type))
         text_type = self.text_family or text_type
-        if self.tie_at_top_level:
-            tied = r.bool("tie_word_embeddings", text.tie_word_embeddings)
+        tied = r.bool("tie_word_embeddings", False)
+        tied = tied or (self.tie_from_text and text.tie_word_embeddings)
+        if tied != text.tie_word_embeddings:
             text = replace(text, tie_word_embeddings=tied)
         vision_raw = section(r, "vision_config")
         vision = read_section(

@@ -36,7 +36,7 @@ class SiglipShuffleRules(VisionLanguageRules):
 
     text_type = "cohere2"
     vision_type = "siglip_vision_model"
-    tie_at_top_level = True
+    tie_from_text = False
 
     def read_text(self, raw: dict, text_type: str) -> ArchitectureConfig:
         return replace(super().read_text(raw, text_type), logits_multiplier=1.0)

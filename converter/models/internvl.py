@@ -59,7 +59,7 @@ class InternVisionConfig:
 class InternVLRules(VisionLanguageRules):
     text_type = "qwen2"
     vision_type = "internvl_vision"
-    tie_at_top_level = True
+    tie_from_text = False
 
     def read_vision(self, r: ConfigReader) -> InternVisionConfig:
         image, patch = pair(r, "image_size", MAX_IMAGE_SIDE), pair(r, "patch_size", MAX_IMAGE_SIDE)

@@ -30,13 +30,7 @@ class LlavaRules(VisionLanguageRules):
     vision_type = "clip_vision_model"
 
     def read_vision(self, r: ConfigReader) -> VisionTower:
-        tower = r.raw.get("model_type", self.vision_type)
-        if tower != self.vision_type:
-            raise ConfigError(
-                f"'model_type' = {tower!r}: LLaVA's vision tower converts as "
-                f"{self.vision_type} only"
-            )
-        return TwoTowerRules("clip_text_model", self.vision_type).read_vision(r)
+        return read_tower(r, "LLaVA", "clip_text_model", self.vision_type)
 
     def read_extra(self, r: ConfigReader, text, vision: VisionTower) -> dict:
         strategy = r.str("vision_feature_select_strategy")
@@ -54,17 +48,30 @@ class LlavaRules(VisionLanguageRules):
         }
 
 
-def feature_layers(r: ConfigReader, depth: int) -> tuple[int, ...]:
-    """The hidden states `vision_feature_layer` names (one index or a list), counted from 0
-    (the embeddings) to `depth` (the last layer's output)."""
-    layers = r.get("vision_feature_layer")
+def read_tower(r: ConfigReader, family: str, text_type: str, vision_type: str) -> VisionTower:
+    """`vision_config` as the vision tower of the two-tower pair (`text_type`, `vision_type`),
+    the only tower `family` converts with."""
+    tower = r.raw.get("model_type", vision_type)
+    if tower != vision_type:
+        raise ConfigError(
+            f"'model_type' = {tower!r}: {family}'s vision tower converts as {vision_type} only"
+        )
+    return TwoTowerRules(text_type, vision_type).read_vision(r)
+
+
+def feature_layers(
+    r: ConfigReader, depth: int, keys: tuple[str, ...] = ("vision_feature_layer",)
+) -> tuple[int, ...]:
+    """The hidden states `keys` name (one layer, or several concatenated) as indices: 0 is the
+    embeddings (after pre_layrnorm), i the i-th layer's output, `depth` the last's."""
+    layers = r.get(*keys)
     chosen = layers if isinstance(layers, list) else [layers]
     for layer in chosen:
         valid = isinstance(layer, int) and not isinstance(layer, bool)
         if not valid or not -depth - 1 <= layer <= depth:
             raise ConfigError(
-                f"'vision_feature_layer' = {layers!r} must name hidden states of the "
-                f"{depth}-layer tower (0..{depth}, or negative from the end)"
+                f"'{keys[0]}' = {layers!r} must name hidden states of the {depth}-layer tower "
+                f"(0..{depth}, or negative from the end)"
             )
     return tuple(layer % (depth + 1) for layer in chosen)
 
@@ -78,14 +85,20 @@ def one_feature_layer(r: ConfigReader, depth: int) -> int:
 
 
 class LlavaProjector(nn.Module):
+    """linear_1, the activation, linear_2 (`names`: what a family's checkpoints call the two)."""
+
+    names = ("linear_1", "linear_2")
+
     def __init__(self, width: int, hidden: int, act: str, bias: bool, dtype: ir.DataType):
         super().__init__()
-        self.linear_1 = Linear(width, hidden, bias, dtype)
-        self.linear_2 = Linear(hidden, hidden, bias, dtype)
+        first, second = self.names
+        setattr(self, first, Linear(width, hidden, bias, dtype))
+        setattr(self, second, Linear(hidden, hidden, bias, dtype))
         self.act = act
 
     def forward(self, op, x):
-        return self.linear_2(op, activation(op, self.act, self.linear_1(op, x)))
+        first, second = (getattr(self, name) for name in self.names)
+        return second(op, activation(op, self.act, first(op, x)))
 
 
 class LlavaVisionTower(ClipVisionTransformer):
@@ -103,11 +116,14 @@ class LlavaVisionTower(ClipVisionTransformer):
 class LlavaModel(VisionLanguageModel):
     def make_vision(self, cfg, dtype, ep) -> None:
         extra = cfg.extra
-        self.depth = max(extra["feature_layers"])
-        tower = replace(cfg.vision, num_hidden_layers=self.depth)
+        tower = replace(cfg.vision, num_hidden_layers=max(extra["feature_layers"]))
         self.vision_tower = LlavaVisionTower(tower, dtype, ep, pooled=False)
         width = cfg.vision.hidden_size * len(extra["feature_layers"])
-        self.multi_modal_projector = LlavaProjector(
+        self.multi_modal_projector = self.make_projector(cfg, width, dtype)
+
+    def make_projector(self, cfg, width: int, dtype: ir.DataType) -> nn.Module:
+        extra = cfg.extra
+        return LlavaProjector(
             width, cfg.text.hidden_size, extra["projector_act"], extra["projector_bias"], dtype
         )
 

@@ -45,6 +45,13 @@ def _text(model, count: int, rng: np.random.Generator) -> np.ndarray:
     return rng.integers(3, min(config.text_config.vocab_size, config.image_token_id), size=count)
 
 
+def image_features(model, **pixels) -> torch.Tensor:
+    """The projected features of each image (DeepSeek-VL's generation class leaves
+    get_image_features to its inner model)."""
+    inner = model if hasattr(model, "get_image_features") else model.model
+    return inner.get_image_features(**pixels).pooler_output
+
+
 def pixel_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Two fixed random images of the tower's size, one per prompt of a batch of two."""
     vision = model.config.vision_config
@@ -53,9 +60,7 @@ def pixel_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray]
     image = {"pixel_values": rng.standard_normal(shape).astype(np.float32)}
     with torch.no_grad():
         tokens = len(
-            model.get_image_features(
-                pixel_values=torch.from_numpy(image["pixel_values"][:1])
-            ).pooler_output[0]
+            image_features(model, pixel_values=torch.from_numpy(image["pixel_values"][:1]))[0]
         )
     rows = [
         np.concatenate(
@@ -156,7 +161,7 @@ def reference(model, image: dict[str, np.ndarray], ids: np.ndarray, steps: list[
     and each step token, teacher-forced in one pass)."""
     pixels = {k: torch.from_numpy(v) for k, v in image.items()}
     with torch.no_grad():
-        features = torch.cat(list(model.get_image_features(**pixels).pooler_output))
+        features = torch.cat(list(image_features(model, **pixels)))
         tokens = torch.from_numpy(ids)
         embeds = model.get_input_embeddings()(tokens)
         mask = (tokens == model.config.image_token_id)[..., None].expand_as(embeds)
