@@ -209,8 +209,10 @@ class TransformersVisionLanguage:
     def image_features(self, image: dict[str, np.ndarray]) -> np.ndarray:
         """Every image's projected features in order, [num_image_tokens, hidden]."""
         torch = self.torch
+        # DeepSeek-VL's generation class leaves get_image_features to its inner model
+        inner = self.model if hasattr(self.model, "get_image_features") else self.model.model
         with torch.no_grad():
-            found = self.model.get_image_features(
+            found = inner.get_image_features(
                 **{k: torch.from_numpy(v) for k, v in image.items()}
             ).pooler_output
             rows = torch.cat([f.reshape(-1, f.shape[-1]) for f in found])
