@@ -278,13 +278,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         "a vision tower into MiniMax M3's sparse-attention MoE decoder: not built yet",
     ),
-    "mistral3": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "a Pixtral tower (2-D rotary, variable image size, block-diagonal "
-            "attention) and a spatial patch merger"
-        ),
-    ),
     "mistral4": (
         "vlm",
         "Mistral 4's latent-attention MoE decoder, listed here only as a causal LM: "
