@@ -15,6 +15,8 @@ TEXT = {
     "vocab_size": 320,
     "max_position_embeddings": 256,
     "sliding_window": None,
+    "bos_token_id": 303,
+    "eos_token_id": 303,  # </s> of tests/test_genai_mistral3.py's tokenizer
 }
 VISION = {
     "model_type": "pixtral",
