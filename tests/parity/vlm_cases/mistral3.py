@@ -1,7 +1,8 @@
-"""Mistral 3: a tiny Pixtral tower (4-pixel patches, merge blocks of 2x2) into a tiny Mistral,
-fed two images of different sizes padded into one batch (tests/parity/vlm_reference.py's
-"sized" inputs)."""
+"""Mistral 3: a tiny Pixtral tower (4-pixel patches, merge blocks of 2x2) into a tiny Mistral
+(or Ministral 3), fed two images of different sizes padded into one batch
+(tests/parity/vlm_reference.py's "sized" inputs)."""
 
+from tests.parity.cases.ministral3 import _ROPE as MINISTRAL3_ROPE
 from tests.parity.vlm_cases import VlmCase
 
 TEXT = {
@@ -44,6 +45,14 @@ CASES = {
             "vision_feature_layer": 1,
             "multimodal_projector_bias": True,
             "tie_word_embeddings": False,
+        },
+        inputs="sized",
+    ),
+    # Ministral 3's text model (yarn rope, queries scaled with the position)
+    "mistral3:ministral3": VlmCase(
+        {
+            **BASE,
+            "text_config": {**TEXT, "model_type": "ministral3", "rope_parameters": MINISTRAL3_ROPE},
         },
         inputs="sized",
     ),
