@@ -7,6 +7,8 @@ greedy tokens transformers does."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 
 import numpy as np
 import onnxruntime_genai as og
@@ -18,6 +20,7 @@ from tokenizers import Tokenizer
 
 from converter import build
 from converter.validate import validate
+from model_cards.card import SourceInfo, VariantInfo, render
 from tests.parity.vlm_cases import CASES
 from tests.parity.vlm_reference import make_vlm
 from tests.tiny_vlm import save_tokenizer
@@ -113,3 +116,18 @@ def test_validate_runs_the_package_as_genai_does(checkpoint):
     report = validate(folder / "validated", reference="transformers", steps=3)
     assert report.status == "passed", report.failures
     assert report.greedy_match == 1.0
+
+
+def test_the_card_snippet_runs(checkpoint, tmp_path, monkeypatch):
+    """The local card's genai snippet (one image: genai runs the vision graph once), run as a
+    reader runs it beside the --output folder."""
+    _, folder = checkpoint
+    variant = tmp_path / "onnx" / "default-f32"
+    build(str(folder / "hf"), progress=False).save(variant, progress=False)
+    shutil.copy(folder / "image0.png", tmp_path / "image.png")
+    source = SourceInfo.local(folder / "hf", model_type="mistral3")
+    text = render(source, [VariantInfo.from_package(variant)], mode="local", command="mobius")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 2 and 'prompt = "[IMG]Describe this image."' in blocks[1]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(blocks[0] + blocks[1], "<card>", "exec"), {})
