@@ -245,12 +245,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         "its own vision tower with short convolutions into LFM3: not built yet",
     ),
-    "lighton_ocr": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "a Pixtral tower (2-D rotary, variable size) and a patch merger into Qwen3"
-        ),
-    ),
     "llama4": (
         "vlm",
         "an unfold-convolution ViT with 2-D rotary and a pixel-shuffle MLP into Llama 4's MoE "

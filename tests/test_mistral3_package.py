@@ -48,6 +48,18 @@ def test_a_checkpoint_head_is_read_though_the_config_ties_it(mistral3, tmp_path)
     _same_logits(tmp_path / "untied", inputs, want)
 
 
+def test_a_default_vision_rope_is_the_axial_one(mistral3, tmp_path):
+    """transformers reads Pixtral's "default" rope type as its axial one."""
+    folder, inputs, want = mistral3
+    rope = {"rope_type": "default", "rope_theta": 10000.0}
+    edit_config(
+        folder / "hf",
+        tmp_path / "default",
+        lambda c: c["vision_config"].update(rope_parameters=rope),
+    )
+    _same_logits(tmp_path / "default", inputs, want)
+
+
 def test_the_module_layout_binds_the_same(mistral3, tmp_path):
     folder, inputs, want = mistral3
     edit_config(folder / "hf", tmp_path / "modules", lambda c: None)
@@ -81,7 +93,7 @@ def test_the_module_layout_binds_the_same(mistral3, tmp_path):
             r"vision_config: 'hidden_size' = 32 over 'num_attention_heads' = 16",
         ),
         (
-            lambda c: c["vision_config"].update(rope_parameters={"rope_type": "default"}),
+            lambda c: c["vision_config"].update(rope_parameters={"rope_type": "linear"}),
             r"vision_config: 'rope_parameters' = .*axial only",
         ),
     ],

@@ -123,6 +123,7 @@ class Mistral3Projector(nn.Module):
 class Mistral3Model(VisionLanguageModel):
     image_layout = "sized"
     image_prompt = "[IMG]"  # genai's processor expands it to the image's rows of tokens
+    tower_name, projector_name = "vision_tower", "multi_modal_projector"
 
     def __init__(self, cfg, dtype, ep, task: str, tensors, part: str = "decoder"):
         tied = cfg.extra["tie_word_embeddings"] and HEAD not in tensors
@@ -131,15 +132,14 @@ class Mistral3Model(VisionLanguageModel):
 
     def make_vision(self, cfg, dtype, ep) -> None:
         depth = cfg.extra["feature_layer"]
-        self.vision_tower = PixtralVisionModel(replace(cfg.vision, num_hidden_layers=depth), dtype)
-        self.multi_modal_projector = Mistral3Projector(cfg, dtype)
+        tower = PixtralVisionModel(replace(cfg.vision, num_hidden_layers=depth), dtype)
+        setattr(self, self.tower_name, tower)
+        setattr(self, self.projector_name, Mistral3Projector(cfg, dtype))
 
     def unused_tensors(self) -> tuple[str, ...]:
         depth, total = self.cfg.extra["feature_layer"], self.cfg.vision.num_hidden_layers
-        return (
-            *super().unused_tensors(),
-            *(rf"vision_tower\.transformer\.layers\.{i}\..+" for i in range(depth, total)),
-        )
+        layers = rf"{self.tower_name}\.transformer\.layers"
+        return (*super().unused_tensors(), *(rf"{layers}\.{i}\..+" for i in range(depth, total)))
 
     @classmethod
     def genai_fields(cls, cfg, section: str) -> dict:
@@ -152,8 +152,9 @@ class Mistral3Model(VisionLanguageModel):
         return super().genai_fields(cfg, section)
 
     def image_features(self, op, image) -> ir.Value:
-        states, grid = self.vision_tower(op, image.pixel_values, image.image_sizes)
-        return self.multi_modal_projector(op, states[-1], grid)
+        tower, projector = getattr(self, self.tower_name), getattr(self, self.projector_name)
+        states, grid = tower(op, image.pixel_values, image.image_sizes)
+        return projector(op, states[-1], grid)
 
 
 FAMILIES = [

@@ -55,7 +55,7 @@ def read_pixtral(r: ConfigReader) -> PixtralVisionConfig:
             "size divisible by 4 (its rotary halves rows and columns)"
         )
     rope = r.get("rope_parameters") or {}
-    if rope.get("rope_type", "axial") != "axial":
+    if rope.get("rope_type", "axial") not in ("axial", "default"):  # transformers: default is axial
         raise ConfigError(f"'rope_parameters' = {rope!r}: the vision rope is axial only")
     patch = r.get("patch_size")
     if not isinstance(patch, int) or isinstance(patch, bool) or not 1 <= patch <= 1024:
