@@ -22,14 +22,19 @@ def _operation(name: str, kind: str, **attrs: Any) -> dict:
     return {"operation": {**operation, "attrs": attrs} if attrs else operation}
 
 
-def qwen_vl(pre: dict[str, Any], vision) -> dict:
-    """Qwen2-VL's image processor: smart resize to whole merge blocks within the pixel budget,
-    rescale, normalize, flatten into patches (frames repeated to temporal_patch_size)."""
+def _resized_bicubic(pre: dict[str, Any]) -> None:
+    """The steps every genai image processor runs: bicubic resize, rescale, normalize."""
     for key, wanted in (("do_resize", True), ("do_rescale", True), ("do_normalize", True)):
         if pre.get(key, wanted) is not wanted:
             raise ConfigError(f"{PREPROCESSOR_CONFIG}: '{key}' = {pre[key]!r} is not supported")
     if pre.get("resample", BICUBIC) != BICUBIC:
         raise ConfigError(f"{PREPROCESSOR_CONFIG}: only bicubic resampling is supported")
+
+
+def qwen_vl(pre: dict[str, Any], vision) -> dict:
+    """Qwen2-VL's image processor: smart resize to whole merge blocks within the pixel budget,
+    rescale, normalize, flatten into patches (frames repeated to temporal_patch_size)."""
+    _resized_bicubic(pre)
     size = pre.get("size") or {}
     for key, model_value in (
         ("patch_size", vision.patch_size),
@@ -85,11 +90,7 @@ def pixtral(pre: dict[str, Any], vision) -> dict:
     resize rounds each side to the nearest whole block within a pixel budget (longest_edge²)
     where transformers' rounds up within the longest edge: both leave an image whose sides are
     already whole blocks within that edge as it is."""
-    for key, wanted in (("do_resize", True), ("do_rescale", True), ("do_normalize", True)):
-        if pre.get(key, wanted) is not wanted:
-            raise ConfigError(f"{PREPROCESSOR_CONFIG}: '{key}' = {pre[key]!r} is not supported")
-    if pre.get("resample", BICUBIC) != BICUBIC:
-        raise ConfigError(f"{PREPROCESSOR_CONFIG}: only bicubic resampling is supported")
+    _resized_bicubic(pre)
     longest = (pre.get("size") or PIXTRAL_SIZE).get("longest_edge")
     if not isinstance(longest, int) or isinstance(longest, bool) or longest < 1:
         raise ConfigError(f"{PREPROCESSOR_CONFIG}: 'size' must give a 'longest_edge' in pixels")
