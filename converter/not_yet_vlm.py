@@ -220,12 +220,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         "its own vision tower with short convolutions into LFM3: not built yet",
     ),
-    "lighton_ocr": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "a Pixtral tower (2-D rotary, variable size) and a patch merger into Qwen3"
-        ),
-    ),
     "llama4": (
         "vlm",
         "an unfold-convolution ViT with 2-D rotary and a pixel-shuffle MLP into Llama 4's MoE "
@@ -252,13 +246,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     "minimax_m3_vl": (
         "vlm",
         "a vision tower into MiniMax M3's sparse-attention MoE decoder: not built yet",
-    ),
-    "mistral3": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "a Pixtral tower (2-D rotary, variable image size, block-diagonal "
-            "attention) and a spatial patch merger"
-        ),
     ),
     "mistral4": (
         "vlm",

@@ -34,11 +34,16 @@ PREPROCESSOR = {
 
 
 def save_side_files(folder: Path) -> None:
+    save_tokenizer(folder, SPECIALS, "<|endoftext|>")
+    (folder / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR))
+
+
+def save_tokenizer(folder: Path, specials: dict[str, int], end: str) -> None:
+    """The byte-level tokenizer with `specials` at their ids, `end` (one of them) its eos."""
     vocab = {t: i for i, t in enumerate(sorted(set(bytes_to_unicode().values())))}
     bpe = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    end = "<|endoftext|>"
     transformers.PreTrainedTokenizerFast(
         tokenizer_object=bpe, eos_token=end, pad_token=end
     ).save_pretrained(folder)
@@ -46,14 +51,13 @@ def save_side_files(folder: Path) -> None:
     data = json.loads(path.read_text())
     flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False}
     data["added_tokens"] = [
-        {"id": i, "content": t, **flags, "special": True} for t, i in SPECIALS.items()
+        {"id": i, "content": t, **flags, "special": True} for t, i in specials.items()
     ]
     path.write_text(json.dumps(data))
     path = folder / "tokenizer_config.json"
     settings = json.loads(path.read_text())
     settings["tokenizer_class"] = "Qwen2Tokenizer"
     settings["added_tokens_decoder"] = {
-        str(i): {"content": t, **flags, "special": True} for t, i in SPECIALS.items()
+        str(i): {"content": t, **flags, "special": True} for t, i in specials.items()
     }
     path.write_text(json.dumps(settings))
-    (folder / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR))

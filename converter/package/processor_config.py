@@ -13,7 +13,8 @@ PROCESSOR_CONFIG = "processor_config.json"
 PREPROCESSOR_CONFIG = "preprocessor_config.json"
 CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
 CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
-BICUBIC = 3  # PIL's resample code, transformers' default for Qwen-VL
+BICUBIC = 3  # PIL's resample code, transformers' default for Qwen-VL and Pixtral
+PIXTRAL_SIZE = {"longest_edge": 1024}  # transformers' PixtralImageProcessor default
 
 
 def _operation(name: str, kind: str, **attrs: Any) -> dict:
@@ -21,14 +22,19 @@ def _operation(name: str, kind: str, **attrs: Any) -> dict:
     return {"operation": {**operation, "attrs": attrs} if attrs else operation}
 
 
-def qwen_vl(pre: dict[str, Any], vision) -> dict:
-    """Qwen2-VL's image processor: smart resize to whole merge blocks within the pixel budget,
-    rescale, normalize, flatten into patches (frames repeated to temporal_patch_size)."""
+def _resized_bicubic(pre: dict[str, Any]) -> None:
+    """The steps every genai image processor runs: bicubic resize, rescale, normalize."""
     for key, wanted in (("do_resize", True), ("do_rescale", True), ("do_normalize", True)):
         if pre.get(key, wanted) is not wanted:
             raise ConfigError(f"{PREPROCESSOR_CONFIG}: '{key}' = {pre[key]!r} is not supported")
     if pre.get("resample", BICUBIC) != BICUBIC:
         raise ConfigError(f"{PREPROCESSOR_CONFIG}: only bicubic resampling is supported")
+
+
+def qwen_vl(pre: dict[str, Any], vision) -> dict:
+    """Qwen2-VL's image processor: smart resize to whole merge blocks within the pixel budget,
+    rescale, normalize, flatten into patches (frames repeated to temporal_patch_size)."""
+    _resized_bicubic(pre)
     size = pre.get("size") or {}
     for key, model_value in (
         ("patch_size", vision.patch_size),
@@ -78,5 +84,45 @@ def qwen_vl(pre: dict[str, Any], vision) -> dict:
     }
 
 
+def pixtral(pre: dict[str, Any], vision) -> dict:
+    """Pixtral's image processor (Mistral 3): resize to whole merge blocks, rescale, normalize,
+    channels first; the images of a prompt padded into one batch beside their sizes. genai's
+    resize rounds each side to the nearest whole block within a pixel budget (longest_edge²)
+    where transformers' rounds up within the longest edge: both leave an image whose sides are
+    already whole blocks within that edge as it is."""
+    _resized_bicubic(pre)
+    longest = (pre.get("size") or PIXTRAL_SIZE).get("longest_edge")
+    if not isinstance(longest, int) or isinstance(longest, bool) or longest < 1:
+        raise ConfigError(f"{PREPROCESSOR_CONFIG}: 'size' must give a 'longest_edge' in pixels")
+    patch, merge = vision.patch_size, vision.spatial_merge_size
+    return {
+        "processor": {
+            "name": "pixtral_image_processor",
+            "transforms": [
+                # decoded as RGB already (ConvertRGB would swap the channels back to BGR)
+                _operation("decode_image", "DecodeImage", color_space="RGB"),
+                _operation(
+                    "resize",
+                    "Resize",
+                    smart_resize=1,
+                    min_pixels=(patch * merge) ** 2,
+                    max_pixels=longest**2,
+                    patch_size=patch,
+                    merge_size=merge,
+                ),
+                _operation("rescale", "Rescale", rescale_factor=pre.get("rescale_factor", 1 / 255)),
+                _operation(
+                    "normalize",
+                    "Normalize",
+                    mean=list(pre.get("image_mean", CLIP_MEAN)),
+                    std=list(pre.get("image_std", CLIP_STD)),
+                ),
+                _operation("to_channel_first", "Permute3D", dims=[2, 0, 1]),
+                _operation("pixtral_image_sizes", "PixtralImageSizes"),
+            ],
+        }
+    }
+
+
 # onnxruntime-genai's VLM type -> the writer of its processor_config.json
-WRITERS = {"qwen2_5_vl": qwen_vl}
+WRITERS = {"qwen2_5_vl": qwen_vl, "mistral3": pixtral}

@@ -10,6 +10,9 @@ the names its genai_config.json declares.
                                (Idefics 3's image splits; all-zero tiles pad the list),
                                pixel_attention_mask (int64) [batch_size, num_tiles, height,
                                width]
+                    "sized"    pixel_values [num_images, channels, height, width] (padded to
+                               the largest), image_sizes (int64) [num_images, 2]: each
+                               image's height and width in pixels (Pixtral)
   embedding.onnx  input_ids (int64) [batch, sequence_length], image_features
                   [num_image_tokens, hidden] -> inputs_embeds [batch, sequence_length, hidden]
                   (every step after the prompt feeds no image tokens and 0 features)
@@ -41,6 +44,13 @@ class PatchInputs(ImageInputs):
     """Qwen-VL's flattened patches and each image's (temporal, height, width) patch grid."""
 
     image_grid_thw: ir.Value | None = None
+
+
+@dataclass
+class SizedImageInputs(ImageInputs):
+    """Images of different sizes padded into one batch, and each one's (height, width)."""
+
+    image_sizes: ir.Value | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,12 @@ def image_inputs(builder, layout: str, vision, dtype: ir.DataType):
         mask = builder.input("pixel_attention_mask", ir.DataType.INT64, [*tiles, side, side])
         names = {"pixel_values": "pixel_values", "pixel_attention_mask": "pixel_attention_mask"}
         return ImageInputs(_cast(op, pixels, dtype), pixel_attention_mask=mask), names
+    if layout == "sized":
+        shape = ["num_images", vision.num_channels, "height", "width"]
+        pixels = builder.input("pixel_values", FLOAT, shape)
+        sizes = builder.input("image_sizes", ir.DataType.INT64, ["num_images", 2])
+        names = {"pixel_values": "pixel_values", "image_sizes": "image_sizes"}
+        return SizedImageInputs(_cast(op, pixels, dtype), image_sizes=sizes), names
     raise ValueError(f"no image layout {layout!r}")
 
 

@@ -14,6 +14,9 @@ from tests.parity.vlm_cases import VlmCase
 
 BEFORE, AFTER, STEPS = 3, 4, 3
 GRIDS = [(1, 8, 8), (1, 4, 6)]  # (frames, rows, columns) of patches: two Qwen-VL images
+# (height, width) in pixels of two Pixtral images: the second neither a whole number of
+# patches nor of merge blocks high, and narrower than the first
+SIZES = [(32, 24), (22, 32)]
 
 
 def make_vlm(case_id: str, case: VlmCase, folder: Path):
@@ -126,7 +129,32 @@ def tile_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray],
     return image, np.array(prompts)
 
 
-INPUTS = {"pixels": pixel_inputs, "patches": patch_inputs, "tiles": tile_inputs}
+def sized_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Two images of different sizes in one prompt, padded with noise (which no image token
+    may read) into one batch, with their sizes."""
+    config = model.config
+    height, width = (max(side) for side in zip(*SIZES, strict=True))
+    channels = config.vision_config.num_channels
+    image = {
+        "pixel_values": rng.standard_normal((len(SIZES), channels, height, width)).astype(
+            np.float32
+        ),
+        "image_sizes": np.array(SIZES, dtype=np.int64),
+    }
+    block = config.vision_config.patch_size * config.spatial_merge_size
+    ids = list(_text(model, BEFORE, rng))
+    for h, w in SIZES:
+        ids += [config.image_token_id] * ((h // block) * (w // block))
+        ids += list(_text(model, 2, rng))
+    return image, np.array([ids + list(_text(model, AFTER, rng))])
+
+
+INPUTS = {
+    "pixels": pixel_inputs,
+    "patches": patch_inputs,
+    "tiles": tile_inputs,
+    "sized": sized_inputs,
+}
 
 
 def step_tokens(model, batch: int, rng: np.random.Generator) -> list[np.ndarray]:
