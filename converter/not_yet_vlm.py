@@ -355,13 +355,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "InternViT over dynamic tiles with pixel shuffle, as InternVL: not built yet",
     ),
     "qwen2_5_omni_thinker": ("vlm", OMNI.format("Qwen2.5-Omni's thinker")),
-    "qwen2_vl": (
-        "vlm",
-        QWEN_VL_LIKE.format(
-            "full attention in every vision block, LayerNorm and a GELU MLP, "
-            "3-D rotary positions in the decoder"
-        ),
-    ),
     "qwen3_5": (
         "vlm",
         "Qwen3-VL's vision tower into Qwen3.5's gated delta-net hybrid decoder, whose recurrent "

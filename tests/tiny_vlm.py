@@ -33,7 +33,8 @@ PREPROCESSOR = {
 }
 
 
-def save_side_files(folder: Path) -> None:
+def save_side_files(folder: Path, preprocessor: dict | None = None) -> None:
+    """`preprocessor`: settings over PREPROCESSOR's."""
     vocab = {t: i for i, t in enumerate(sorted(set(bytes_to_unicode().values())))}
     bpe = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -56,4 +57,6 @@ def save_side_files(folder: Path) -> None:
         str(i): {"content": t, **flags, "special": True} for t, i in SPECIALS.items()
     }
     path.write_text(json.dumps(settings))
-    (folder / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR))
+    (folder / "preprocessor_config.json").write_text(
+        json.dumps({**PREPROCESSOR, **(preprocessor or {})})
+    )
