@@ -73,11 +73,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         "a ViT with a patch merger into its own text model (cosmos3_edge_text): not built yet",
     ),
-    "cosmos3_omni": (
-        "vlm",
-        "Qwen3-VL's layout (DeepStack features added into the first decoder layers, interleaved "
-        "3-D positions): the qwen3_vl family is not built yet",
-    ),
     "deepseek_ocr2": ("vlm", OCR_SAM.format("with a second rotary ViT, into a DeepSeek MoE")),
     "deepseek_vl": (
         "vlm",
@@ -366,17 +361,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "state the decoder graph does not carry yet",
     ),
     "qwen3_omni_moe_thinker": ("vlm", OMNI.format("Qwen3-Omni's MoE thinker")),
-    "qwen3_vl": (
-        "vlm",
-        QWEN_VL_LIKE.format(
-            "learned positions interpolated per image, DeepStack features "
-            "added to the first decoder layers' hidden states and interleaved 3-D rotary"
-        ),
-    ),
-    "qwen3_vl_moe": (
-        "vlm",
-        QWEN_VL_LIKE.format("DeepStack features and Qwen3's MoE decoder"),
-    ),
     "qwen4_exp": (
         "vlm",
         "a vision tower into a gated delta-net MoE decoder with n-gram embeddings and an "

@@ -122,9 +122,10 @@ def reference(model, image: dict[str, np.ndarray], ids: np.ndarray, steps: list[
     and each step token, teacher-forced in one pass)."""
     pixels = {k: torch.from_numpy(v) for k, v in image.items()}
     with torch.no_grad():
-        features = torch.cat(list(model.get_image_features(**pixels).pooler_output))
+        features = packed_features(model.get_image_features(**pixels))
         tokens = torch.from_numpy(ids)
         embeds = model.get_input_embeddings()(tokens)
+        embeds = torch.nn.functional.pad(embeds, (0, features.shape[-1] - embeds.shape[-1]))
         mask = (tokens == model.config.image_token_id)[..., None].expand_as(embeds)
         embeds = embeds.masked_scatter(mask, features)
         whole = np.concatenate([ids, *steps], axis=1)
@@ -134,3 +135,11 @@ def reference(model, image: dict[str, np.ndarray], ids: np.ndarray, steps: list[
     length = ids.shape[1]
     per_step = (logits[:, length + i : length + i + 1] for i in range(len(steps)))
     return features.numpy(), embeds.numpy(), [logits[:, :length], *per_step]
+
+
+def packed_features(output) -> torch.Tensor:
+    """[tokens, width]: every image's features, then (Qwen3-VL) each DeepStack level's beside
+    them, as the converted vision graph packs them."""
+    levels = getattr(output, "deepstack_features", None) or []
+    parts = [output.pooler_output, *levels]
+    return torch.cat([torch.cat(list(part)) for part in parts], dim=-1)
