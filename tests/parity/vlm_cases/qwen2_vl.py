@@ -2,7 +2,7 @@
 its frame) into a tiny Qwen2 whose mrope sections sum to half its head size."""
 
 from tests.parity.vlm_cases import VlmCase
-from tests.parity.vlm_cases.qwen2_5_vl import TEXT
+from tests.parity.vlm_cases.qwen2_5_vl import TEXT, TOKENS
 
 VISION = {
     "depth": 2,
@@ -20,10 +20,7 @@ CASES = {
             "model_type": "qwen2_vl",
             "text_config": {**TEXT, "model_type": "qwen2_vl_text"},
             "vision_config": VISION,
-            "image_token_id": 390,
-            "video_token_id": 391,
-            "vision_start_token_id": 392,
-            "vision_end_token_id": 393,
+            **TOKENS,
         },
         inputs="patches",
     ),

@@ -4,25 +4,15 @@ three-layer Qwen3 whose interleaved mrope sections sum to half its head size (De
 its first two layers)."""
 
 from tests.parity.vlm_cases import VlmCase
+from tests.parity.vlm_cases.qwen2_5_vl import TEXT as QWEN25_TEXT
+from tests.parity.vlm_cases.qwen2_5_vl import TOKENS
 
 TEXT = {
+    **QWEN25_TEXT,
     "model_type": "qwen3_vl_text",
-    "hidden_size": 64,
-    "intermediate_size": 128,
     "num_hidden_layers": 3,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
     "head_dim": 16,
-    "vocab_size": 400,
-    "max_position_embeddings": 512,
-    "bos_token_id": 389,
-    "eos_token_id": 389,  # <|endoftext|> of tests/tiny_vlm.py's tokenizer
-    "rope_parameters": {
-        "rope_type": "default",
-        "mrope_section": [2, 3, 3],
-        "mrope_interleaved": True,
-        "rope_theta": 1e4,
-    },
+    "rope_parameters": {**QWEN25_TEXT["rope_parameters"], "mrope_interleaved": True},
 }
 VISION = {
     "depth": 3,
@@ -38,15 +28,7 @@ VISION = {
 }
 CASES = {
     "qwen3_vl": VlmCase(
-        {
-            "model_type": "qwen3_vl",
-            "text_config": TEXT,
-            "vision_config": VISION,
-            "image_token_id": 390,
-            "video_token_id": 391,
-            "vision_start_token_id": 392,
-            "vision_end_token_id": 393,
-        },
+        {"model_type": "qwen3_vl", "text_config": TEXT, "vision_config": VISION, **TOKENS},
         inputs="patches",
     ),
 }

@@ -2,6 +2,7 @@
 three-layer Qwen3-MoE (4 experts, 2 per token) whose middle layer is dense."""
 
 from tests.parity.vlm_cases import VlmCase
+from tests.parity.vlm_cases.qwen2_5_vl import TOKENS
 from tests.parity.vlm_cases.qwen3_vl import TEXT, VISION
 
 MOE_TEXT = {
@@ -18,10 +19,7 @@ CASES = {
             "model_type": "qwen3_vl_moe",
             "text_config": MOE_TEXT,
             "vision_config": {**VISION, "model_type": "qwen3_vl_moe_vision"},
-            "image_token_id": 390,
-            "video_token_id": 391,
-            "vision_start_token_id": 392,
-            "vision_end_token_id": 393,
+            **TOKENS,
         },
         inputs="patches",
     ),
