@@ -60,11 +60,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         "a ViT with a patch merger into its own text model (cosmos3_edge_text): not built yet",
     ),
-    "cosmos3_omni": (
-        "vlm",
-        "Qwen3-VL's layout (DeepStack features added into the first decoder layers, interleaved "
-        "3-D positions): the qwen3_vl family is not built yet",
-    ),
     "deepseek_ocr2": ("vlm", OCR_SAM.format("with a second rotary ViT, into a DeepSeek MoE")),
     "deepseek_vl_hybrid": (
         "vlm",
@@ -322,13 +317,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "fused attn.qkv, ls1/ls2, mlp1.0/1/3), whose q/k/v split and renames are not built yet",
     ),
     "qwen2_5_omni_thinker": ("vlm", OMNI.format("Qwen2.5-Omni's thinker")),
-    "qwen2_vl": (
-        "vlm",
-        QWEN_VL_LIKE.format(
-            "full attention in every vision block, LayerNorm and a GELU MLP, "
-            "3-D rotary positions in the decoder"
-        ),
-    ),
     "qwen3_5": (
         "vlm",
         "Qwen3-VL's vision tower into Qwen3.5's gated delta-net hybrid decoder, whose recurrent "
@@ -340,17 +328,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "state the decoder graph does not carry yet",
     ),
     "qwen3_omni_moe_thinker": ("vlm", OMNI.format("Qwen3-Omni's MoE thinker")),
-    "qwen3_vl": (
-        "vlm",
-        QWEN_VL_LIKE.format(
-            "learned positions interpolated per image, DeepStack features "
-            "added to the first decoder layers' hidden states and interleaved 3-D rotary"
-        ),
-    ),
-    "qwen3_vl_moe": (
-        "vlm",
-        QWEN_VL_LIKE.format("DeepStack features and Qwen3's MoE decoder"),
-    ),
     "qwen4_exp": (
         "vlm",
         "a vision tower into a gated delta-net MoE decoder with n-gram embeddings and an "

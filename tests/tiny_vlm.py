@@ -33,9 +33,12 @@ PREPROCESSOR = {
 }
 
 
-def save_side_files(folder: Path) -> None:
+def save_side_files(folder: Path, preprocessor: dict | None = None) -> None:
+    """`preprocessor`: settings over PREPROCESSOR's."""
     save_tokenizer(folder, SPECIALS, "<|endoftext|>")
-    (folder / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR))
+    (folder / "preprocessor_config.json").write_text(
+        json.dumps({**PREPROCESSOR, **(preprocessor or {})})
+    )
 
 
 def save_tokenizer(folder: Path, specials: dict[str, int], end: str) -> None:

@@ -20,7 +20,7 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components.activations import activation
-from converter.weights import Assembly
+from converter.weights import Assembly, EitherShape
 
 
 class PerExpert:
@@ -94,6 +94,31 @@ class InputMajor:
         half = slice(0, out) if part == "gate" else slice(out, 2 * out)
         name = (f"{prefix}.{self.gate_up}", (experts, inner, 2 * out))
         return Assembly((name,), lambda arrays: transposed(arrays[0][:, :, half]))
+
+
+class EitherMajor:
+    """`{prefix}.{gate_up}` and `{prefix}.{down}` stacked either output-major ([E, 2I, H], gate
+    rows then up, and [E, H, I]: what transformers 5's save_pretrained writes of Qwen3-VL-MoE)
+    or input-major ([E, H, 2I] and [E, I, H]: the Hub's checkpoints), told apart by shape as
+    transformers tells them (output-major where both fit)."""
+
+    def __init__(self, gate_up: str, down: str):
+        self.gate_up, self.down = gate_up, down
+
+    def weight(self, prefix: str, part: str, shape: tuple[int, int, int]) -> Assembly:
+        experts, out, inner = shape
+        if part == "down":
+            own = (experts, out, inner)
+            name = (f"{prefix}.{self.down}", EitherShape((own, (experts, inner, out))))
+            return Assembly((name,), lambda arrays: _output_major(arrays[0], own))
+        rows = slice(0, out) if part == "gate" else slice(out, 2 * out)
+        own = (experts, 2 * out, inner)
+        name = (f"{prefix}.{self.gate_up}", EitherShape((own, (experts, inner, 2 * out))))
+        return Assembly((name,), lambda arrays: _output_major(arrays[0], own)[:, rows])
+
+
+def _output_major(array: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
+    return array if array.shape == shape else transposed(array)
 
 
 def transposed(array: np.ndarray) -> np.ndarray:

@@ -79,9 +79,7 @@ class VisionLanguageModel(nn.Module):
             table = Embedding(cfg.text.vocab_size, cfg.text.hidden_size, dtype)
             self.language_model = Holder("model", Holder("embed_tokens", table))
         else:
-            from converter.registry import family_for
-
-            self.language_model = family_for(cfg.text_type).model_class(cfg.text, dtype, ep)
+            self.language_model = self.make_decoder(cfg, dtype, ep)
 
     def part(self, which: str) -> VisionLanguageModel:
         """A fresh module for one graph: "vision", "embedding" or "decoder"."""
@@ -89,6 +87,18 @@ class VisionLanguageModel(nn.Module):
 
     def make_vision(self, cfg: VisionLanguageConfig, dtype: ir.DataType, ep) -> None:
         raise NotImplementedError
+
+    def make_decoder(self, cfg: VisionLanguageConfig, dtype: ir.DataType, ep) -> nn.Module:
+        """The text family's own decoder."""
+        from converter.registry import family_for
+
+        return family_for(cfg.text_type).model_class(cfg.text, dtype, ep)
+
+    @property
+    def features_width(self) -> int:
+        """The width of image_features and inputs_embeds: the text model's, unless a family
+        packs more beside it (Qwen3-VL's DeepStack features)."""
+        return self.cfg.text.hidden_size
 
     def image_features(self, op, image) -> ir.Value:
         """[num_image_tokens, text hidden] from the task's image inputs."""

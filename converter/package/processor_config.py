@@ -5,6 +5,7 @@ transforms cannot reproduce is refused by name rather than silently changed."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from converter.errors import ConfigError
@@ -31,9 +32,10 @@ def _resized_bicubic(pre: dict[str, Any]) -> None:
         raise ConfigError(f"{PREPROCESSOR_CONFIG}: only bicubic resampling is supported")
 
 
-def qwen_vl(pre: dict[str, Any], vision) -> dict:
+def qwen_vl(pre: dict[str, Any], vision, kind: str = "qwen2_5_vl") -> dict:
     """Qwen2-VL's image processor: smart resize to whole merge blocks within the pixel budget,
-    rescale, normalize, flatten into patches (frames repeated to temporal_patch_size)."""
+    rescale, normalize, flatten into patches (frames repeated to temporal_patch_size); `kind`
+    is genai's VLM type the processor is named for."""
     _resized_bicubic(pre)
     size = pre.get("size") or {}
     for key, model_value in (
@@ -49,7 +51,7 @@ def qwen_vl(pre: dict[str, Any], vision) -> dict:
     patch, merge = vision.patch_size, vision.spatial_merge_size
     return {
         "processor": {
-            "name": "qwen2_5_image_processor",
+            "name": QWEN_PROCESSORS[kind],
             "transforms": [
                 _operation("decode_image", "DecodeImage", color_space="RGB"),
                 _operation("convert_to_rgb", "ConvertRGB"),
@@ -70,7 +72,7 @@ def qwen_vl(pre: dict[str, Any], vision) -> dict:
                     "Normalize",
                     mean=list(pre.get("image_mean", CLIP_MEAN)),
                     std=list(pre.get("image_std", CLIP_STD)),
-                    qwen2_5_vl=1,
+                    **{kind: 1},
                 ),
                 _operation(
                     "patch_image",
@@ -124,5 +126,11 @@ def pixtral(pre: dict[str, Any], vision) -> dict:
     }
 
 
+QWEN_PROCESSORS = {"qwen2_5_vl": "qwen2_5_image_processor", "qwen3_vl": "qwen3_vl_image_processor"}
+
 # onnxruntime-genai's VLM type -> the writer of its processor_config.json
-WRITERS = {"qwen2_5_vl": qwen_vl, "mistral3": pixtral}
+WRITERS = {
+    "qwen2_5_vl": qwen_vl,
+    "qwen3_vl": functools.partial(qwen_vl, kind="qwen3_vl"),
+    "mistral3": pixtral,
+}

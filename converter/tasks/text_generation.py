@@ -50,6 +50,7 @@ class TextGenerationTask:
     name: str = "text-generation"
     inputs_embeds: bool = False
     mrope: bool = False
+    embeds_width: int | None = None  # inputs_embeds' width, when more is packed beside hidden
     past_key: str = "past_key_values.%d.key"
     past_value: str = "past_key_values.%d.value"
     present_key: str = "present.%d.key"
@@ -65,7 +66,8 @@ class TextGenerationTask:
         i64 = ir.DataType.INT64
         seq = [BATCH, "sequence_length"]
         if self.inputs_embeds:
-            tokens = builder.input("inputs_embeds", dtype, [*seq, cfg.hidden_size])
+            width = self.embeds_width or cfg.hidden_size
+            tokens = builder.input("inputs_embeds", dtype, [*seq, width])
         else:
             tokens = builder.input("input_ids", i64, seq)
         attention_mask = builder.input("attention_mask", i64, [BATCH, "total_sequence_length"])

@@ -19,6 +19,8 @@ the names its genai_config.json declares.
   model.onnx      the text-generation decoder fed inputs_embeds (position_ids [3, batch,
                   sequence_length] for multimodal rope), its cache as for text generation
 
+`hidden` is the model's `features_width`: the text model's, or wider where a family packs
+more beside it (Qwen3-VL's DeepStack features, which the decoder unpacks).
 image_features and inputs_embeds are in the graph's float type; pixel_values are float32
 whatever it is, cast at the edge.
 """
@@ -60,7 +62,9 @@ class VisionLanguageTask:
     def components(self, model, cfg, dtype: ir.DataType) -> list[Component]:
         vision, embedding = model.part("vision"), model.part("embedding")
         decoder = model.part("decoder").language_model
-        text = TextGenerationTask(inputs_embeds=True, mrope=model.mrope)
+        text = TextGenerationTask(
+            inputs_embeds=True, mrope=model.mrope, embeds_width=model.features_width
+        )
         return [
             self._vision(vision, cfg, dtype),
             self._embedding(embedding, cfg, dtype),
@@ -72,7 +76,8 @@ class VisionLanguageTask:
         builder = GraphBuilder(graph)
         image, names = image_inputs(builder, module.image_layout, cfg.vision, dtype)
         features = module.image_features(builder.op, image)
-        set_output(builder, features, "image_features", [IMAGE_TOKENS, cfg.text.hidden_size], dtype)
+        width = module.features_width
+        set_output(builder, features, "image_features", [IMAGE_TOKENS, width], dtype)
         io = {"inputs": names, "outputs": {"image_features": "image_features"}}
         return Component("vision", "vision.onnx", as_model(graph), module, io)
 
@@ -81,7 +86,7 @@ class VisionLanguageTask:
         builder = GraphBuilder(graph)
         seq = [BATCH, "sequence_length"]
         input_ids = builder.input("input_ids", ir.DataType.INT64, seq)
-        hidden = cfg.text.hidden_size
+        hidden = module.features_width
         features = builder.input("image_features", dtype, [IMAGE_TOKENS, hidden])
         embeds = module.embed(builder.op, input_ids, features)
         set_output(builder, embeds, "inputs_embeds", [*seq, hidden], dtype)

@@ -207,24 +207,26 @@ class TransformersVisionLanguage:
         return cls(model.eval())
 
     def image_features(self, image: dict[str, np.ndarray]) -> np.ndarray:
-        """Every image's projected features in order, [num_image_tokens, hidden]."""
+        """Every image's projected features in order, [num_image_tokens, hidden], and beside
+        them each DeepStack level's (Qwen3-VL), as the vision graph packs them."""
         torch = self.torch
         # DeepSeek-VL's generation class leaves get_image_features to its inner model
         inner = self.model if hasattr(self.model, "get_image_features") else self.model.model
         with torch.no_grad():
-            found = inner.get_image_features(
-                **{k: torch.from_numpy(v) for k, v in image.items()}
-            ).pooler_output
-            rows = torch.cat([f.reshape(-1, f.shape[-1]) for f in found])
-        return rows.float().numpy()
+            found = inner.get_image_features(**{k: torch.from_numpy(v) for k, v in image.items()})
+            levels = [found.pooler_output, *(getattr(found, "deepstack_features", None) or [])]
+            rows = [torch.cat([f.reshape(-1, f.shape[-1]) for f in level]) for level in levels]
+        return torch.cat(rows, dim=-1).float().numpy()
 
     def inputs_embeds(self, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
-        """The prompt's token embeddings with the image token's rows replaced, in order."""
+        """The prompt's token embeddings with the image token's rows replaced, in order (text
+        rows padded with zeros to the packed features' width)."""
         torch = self.torch
         features = torch.from_numpy(self.image_features(image))
         with torch.no_grad():
             tokens = torch.from_numpy(ids)
             embeds = self.model.get_input_embeddings()(tokens)
+            embeds = torch.nn.functional.pad(embeds, (0, features.shape[-1] - embeds.shape[-1]))
             mask = (tokens == self.model.config.image_token_id)[..., None].expand_as(embeds)
             return embeds.masked_scatter(mask, features.to(embeds.dtype)).float().numpy()
 

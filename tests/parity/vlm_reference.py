@@ -48,11 +48,15 @@ def _text(model, count: int, rng: np.random.Generator) -> np.ndarray:
     return rng.integers(3, min(config.text_config.vocab_size, config.image_token_id), size=count)
 
 
+def image_model(model):
+    """What has get_image_features (DeepSeek-VL's generation class leaves it to its inner
+    model)."""
+    return model if hasattr(model, "get_image_features") else model.model
+
+
 def image_features(model, **pixels) -> torch.Tensor:
-    """The projected features of each image (DeepSeek-VL's generation class leaves
-    get_image_features to its inner model)."""
-    inner = model if hasattr(model, "get_image_features") else model.model
-    return inner.get_image_features(**pixels).pooler_output
+    """The projected features of each image."""
+    return image_model(model).get_image_features(**pixels).pooler_output
 
 
 def pixel_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -189,9 +193,10 @@ def reference(model, image: dict[str, np.ndarray], ids: np.ndarray, steps: list[
     and each step token, teacher-forced in one pass)."""
     pixels = {k: torch.from_numpy(v) for k, v in image.items()}
     with torch.no_grad():
-        features = torch.cat(list(image_features(model, **pixels)))
+        features = packed_features(image_model(model).get_image_features(**pixels))
         tokens = torch.from_numpy(ids)
         embeds = model.get_input_embeddings()(tokens)
+        embeds = torch.nn.functional.pad(embeds, (0, features.shape[-1] - embeds.shape[-1]))
         mask = (tokens == model.config.image_token_id)[..., None].expand_as(embeds)
         embeds = embeds.masked_scatter(mask, features)
         whole = np.concatenate([ids, *steps], axis=1)
@@ -201,3 +206,11 @@ def reference(model, image: dict[str, np.ndarray], ids: np.ndarray, steps: list[
     length = ids.shape[1]
     per_step = (logits[:, length + i : length + i + 1] for i in range(len(steps)))
     return features.numpy(), embeds.numpy(), [logits[:, :length], *per_step]
+
+
+def packed_features(output) -> torch.Tensor:
+    """[tokens, width]: every image's features, then (Qwen3-VL) each DeepStack level's beside
+    them, as the converted vision graph packs them."""
+    levels = getattr(output, "deepstack_features", None) or []
+    parts = [output.pooler_output, *levels]
+    return torch.cat([torch.cat(list(part)) for part in parts], dim=-1)
