@@ -6,6 +6,9 @@ the names its genai_config.json declares.
                     "pixels"   pixel_values [num_images, channels, height, width]
                     "patches"  pixel_values [num_patches, patch_width] (the processor's
                                flattened patches), image_grid_thw (int64) [num_images, 3]
+                    "tiles"    pixel_values [num_images, num_crops, channels, height, width]
+                               (LLaVA-NeXT's crops, padded to the most of any image),
+                               image_sizes (int64) [num_images, 2] (each image's height, width)
   embedding.onnx  input_ids (int64) [batch, sequence_length], image_features
                   [num_image_tokens, hidden] -> inputs_embeds [batch, sequence_length, hidden]
                   (every step after the prompt feeds no image tokens and 0 features)
@@ -37,6 +40,13 @@ class PatchInputs(ImageInputs):
     """Qwen-VL's flattened patches and each image's (temporal, height, width) patch grid."""
 
     image_grid_thw: ir.Value | None = None
+
+
+@dataclass
+class TileInputs(ImageInputs):
+    """LLaVA-NeXT's crops of each image and the image's (height, width)."""
+
+    image_sizes: ir.Value | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +101,13 @@ def image_inputs(builder, layout: str, vision, dtype: ir.DataType):
         grid = builder.input("image_grid_thw", ir.DataType.INT64, ["num_images", 3])
         names = {"pixel_values": "pixel_values", "image_grid_thw": "image_grid_thw"}
         return PatchInputs(_cast(op, pixels, dtype), image_grid_thw=grid), names
+    if layout == "tiles":
+        side = vision.image_size
+        shape = ["num_images", "num_crops", vision.num_channels, side, side]
+        pixels = builder.input("pixel_values", FLOAT, shape)
+        sizes = builder.input("image_sizes", ir.DataType.INT64, ["num_images", 2])
+        names = {"pixel_values": "pixel_values", "image_sizes": "image_sizes"}
+        return TileInputs(_cast(op, pixels, dtype), image_sizes=sizes), names
     raise ValueError(f"no image layout {layout!r}")
 
 

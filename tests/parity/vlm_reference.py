@@ -14,6 +14,8 @@ from tests.parity.vlm_cases import VlmCase
 
 BEFORE, AFTER, STEPS = 3, 4, 3
 GRIDS = [(1, 8, 8), (1, 4, 6)]  # (frames, rows, columns) of patches: two Qwen-VL images
+# (height, width) of two LLaVA-NeXT images, in crops: a wide one and a tall one
+TILE_SIZES = [(1.1, 2.5), (1.8, 1.2)]
 
 
 def make_vlm(case_id: str, case: VlmCase, folder: Path):
@@ -87,7 +89,26 @@ def patch_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray]
     return image, np.array([ids + list(_text(model, AFTER, rng))])
 
 
-INPUTS = {"pixels": pixel_inputs, "patches": patch_inputs}
+def tile_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Two images of other aspects as LLaVA-NeXT's processor crops them (every slot random, so
+    the graph must ignore the padding slots), in one prompt."""
+    config, vision = model.config, model.config.vision_config
+    crop = vision.image_size
+    slots = 1 + max(h * w for h, w in config.image_grid_pinpoints) // crop**2
+    shape = (len(TILE_SIZES), slots, vision.num_channels, crop, crop)
+    image = {
+        "pixel_values": rng.standard_normal(shape).astype(np.float32),
+        "image_sizes": np.array([[round(h * crop), round(w * crop)] for h, w in TILE_SIZES]),
+    }
+    with torch.no_grad():
+        found = model.get_image_features(**{k: torch.from_numpy(v) for k, v in image.items()})
+    ids = list(_text(model, BEFORE, rng))
+    for features in found.pooler_output:
+        ids += [config.image_token_id] * len(features) + list(_text(model, 2, rng))
+    return image, np.array([ids + list(_text(model, AFTER, rng))])
+
+
+INPUTS = {"pixels": pixel_inputs, "patches": patch_inputs, "tiles": tile_inputs}
 
 
 def step_tokens(model, batch: int, rng: np.random.Generator) -> list[np.ndarray]:
