@@ -164,7 +164,8 @@ class AnyRes:
         if self.max_crops is None:
             return rows, columns
         rows_d, columns_d = op.Cast(rows, to=DOUBLE), op.Cast(columns, to=DOUBLE)
-        ratio = op.Sqrt(op.Div(op.Mul(rows_d, columns_d), _const(op, self.max_crops * self.tokens, np.float64)))
+        most = _const(op, self.max_crops * self.tokens, np.float64)
+        ratio = op.Sqrt(op.Div(op.Mul(rows_d, columns_d), most))
         shrink = op.Greater(ratio, _const(op, SHRINK_ABOVE, np.float64))
 
         def size(length, length_d):

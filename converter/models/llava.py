@@ -79,6 +79,9 @@ class LlavaVisionTower(ClipVisionTransformer):
     """CLIP's vision transformer run to the deepest feature layer, returning every hidden
     state (the embeddings after pre_layrnorm, then each layer's output)."""
 
+    def __init__(self, cfg: VisionTower, dtype: ir.DataType, ep):
+        super().__init__(cfg, dtype, ep, pooled=False)
+
     def forward(self, op, pixels) -> list[ir.Value]:
         kernel = encoder_attention(op, self.ep, None, self.dtype)
         x = self.pre_layrnorm(op, self.embeddings(op, pixels))
@@ -96,7 +99,7 @@ class LlavaModel(VisionLanguageModel):
         extra = cfg.extra
         self.depth = max(extra["feature_layers"])
         tower = replace(cfg.vision, num_hidden_layers=self.depth)
-        self.vision_tower = self.tower_cls(tower, dtype, ep, pooled=False)
+        self.vision_tower = self.tower_cls(tower, dtype, ep)
         width = cfg.vision.hidden_size * len(extra["feature_layers"])
         self.multi_modal_projector = LlavaProjector(
             width, cfg.text.hidden_size, extra["projector_act"], extra["projector_bias"], dtype

@@ -54,6 +54,11 @@ class LlavaNextModel(LlavaModel):
         return anyres.pack(op, features, self.image_newline(op), sizes, grids, counts)
 
 
+class LlavaNextVideoModel(LlavaNextModel):
+    # its video pooler's weights (spatial_pool_mode "conv"): videos are not converted
+    tower_unused = (*LlavaNextModel.tower_unused, r"(model\.)?vision_resampler\..+")
+
+
 # LLaVA's layouts, and the newline vector (under `model.` in transformers 5's)
 LLAVA_NEXT_RENAMES = (*LLAVA_RENAMES, (r"^(model\.)?image_newline$", "image_newline.weight"))
 
@@ -66,6 +71,18 @@ FAMILIES = [
         "aspect, an image_newline per row (onnxruntime runs it, onnxruntime-genai has no "
         "LLaVA-NeXT type)",
         ("llava-hf/llava-v1.6-mistral-7b-hf",),
+        rules=LlavaNextRules(),
+        task=VLM_TASK,
+        category="vlm",
+        renames=LLAVA_NEXT_RENAMES,
+    ),
+    Family(
+        "llava_next_video",
+        LlavaNextVideoModel,
+        "LLaVA-NeXT's image path (AnyRes crops, unpadded, image_newline rows); images only: "
+        "the pooled video frames and their video tokens are not converted (onnxruntime runs "
+        "it, onnxruntime-genai has no LLaVA-NeXT-Video type)",
+        ("llava-hf/LLaVA-NeXT-Video-7B-hf",),
         rules=LlavaNextRules(),
         task=VLM_TASK,
         category="vlm",

@@ -23,10 +23,21 @@ def missing_files(package: Path) -> list[str]:
 
 
 def probe_image(session, config: dict) -> dict[str, np.ndarray]:
-    """One random image the vision graph takes: of its fixed dims, or (flattened patches) a
-    grid of 2 x 2 merge blocks."""
+    """One random image the vision graph takes: of its fixed dims, (flattened patches) a grid
+    of 2 x 2 merge blocks, or (AnyRes crops) of the first pinpoint's size, which that grid
+    fits exactly."""
     rng = np.random.default_rng(0)
     inputs = {meta.name: meta for meta in session.get_inputs()}
+    if "image_sizes" in inputs:
+        height, width = config["image_grid_pinpoints"][0]
+        channels, crop = inputs["pixel_values"].shape[2:4]
+        crops = 1 + height * width // crop**2
+        return {
+            "pixel_values": rng.standard_normal((1, crops, channels, crop, crop)).astype(
+                np.float32
+            ),
+            "image_sizes": np.array([[height, width]], dtype=np.int64),
+        }
     if "image_grid_thw" not in inputs:
         dims = [1 if isinstance(d, str) or d is None else d for d in inputs["pixel_values"].shape]
         return {"pixel_values": rng.standard_normal(dims).astype(np.float32)}

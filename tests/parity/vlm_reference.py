@@ -14,8 +14,9 @@ from tests.parity.vlm_cases import VlmCase
 
 BEFORE, AFTER, STEPS = 3, 4, 3
 GRIDS = [(1, 8, 8), (1, 4, 6)]  # (frames, rows, columns) of patches: two Qwen-VL images
-# (height, width) of two LLaVA-NeXT images, in crops: a wide one and a tall one
-TILE_SIZES = [(1.1, 2.5), (1.8, 1.2)]
+# (height, width) of three LLaVA-NeXT images, in crops: a wide one on a grid wider still (padded
+# left and right: columns cut), a tall one on a grid taller still (rows cut), a small square
+TILE_SIZES = [(1.1, 2.5), (2.5, 1.1), (0.9, 0.9)]
 
 
 def make_vlm(case_id: str, case: VlmCase, folder: Path):
@@ -90,8 +91,8 @@ def patch_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray]
 
 
 def tile_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Two images of other aspects as LLaVA-NeXT's processor crops them (every slot random, so
-    the graph must ignore the padding slots), in one prompt."""
+    """Images of other aspects as LLaVA-NeXT's processor crops them (every slot random, so the
+    graph must ignore the padding slots), in one prompt."""
     config, vision = model.config, model.config.vision_config
     crop = vision.image_size
     slots = 1 + max(h * w for h, w in config.image_grid_pinpoints) // crop**2
