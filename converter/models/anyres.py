@@ -60,6 +60,8 @@ def _const(op, values, dtype) -> ir.Value:
 
 
 class AnyRes:
+    """AnyRes over crops of `crop` pixels, `side` x `side` tokens each."""
+
     def __init__(self, pinpoints, crop: int, side: int, max_crops: int | None = None):
         self.pinpoints, self.crop, self.side, self.max_crops = pinpoints, crop, side, max_crops
         self.tokens = side * side  # of one crop
@@ -91,7 +93,9 @@ class AnyRes:
 
     def pack(self, op, features, newline, sizes, grids, counts) -> ir.Value:
         """[image tokens, hidden] from the crops' features [crops, tokens, hidden] and the
-        newline vector [hidden]."""
+        newline vector [hidden]. Every output token, of every image at once, is a table row
+        (the crops' tokens, then the newline) or, when shrinking, a weighted sum of four: its
+        image found from the images' cumulative lengths, its place from its offset there."""
         hidden = op.Shape(features, start=2, end=3)
         table = op.Reshape(features, op.Concat([-1], hidden, axis=0))
         table = op.Concat(table, op.Reshape(newline, [1, -1]), axis=0)

@@ -3,32 +3,14 @@ AnyRes-max at one crop's worth: the wide and tall images' maps (several crops) a
 bilinearly, the small square one's (one crop) is not."""
 
 from tests.parity.vlm_cases import VlmCase
+from tests.parity.vlm_cases.llava import TEXT, VISION
 
-TEXT = {
-    "model_type": "qwen2",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "vocab_size": 320,
-    "max_position_embeddings": 256,
-}
-VISION = {
-    "model_type": "siglip_vision_model",
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 3,
-    "num_attention_heads": 2,
-    "image_size": 28,
-    "patch_size": 7,
-}
 CASES = {
     "llava_onevision": VlmCase(
         {
             "model_type": "llava_onevision",
-            "text_config": TEXT,
-            "vision_config": VISION,
+            "text_config": {**TEXT, "model_type": "qwen2"},
+            "vision_config": {**VISION, "model_type": "siglip_vision_model"},
             "image_token_index": 300,
             "video_token_index": 301,
             "image_grid_pinpoints": [[28, 28], [28, 56], [56, 28], [56, 56], [28, 84], [84, 28]],
