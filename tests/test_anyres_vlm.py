@@ -5,6 +5,8 @@ refused by name."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -37,10 +39,13 @@ def sized_images(model, sizes) -> dict[str, np.ndarray]:
     crop = config.vision_config.image_size
     slots = 1 + max(h * w for h, w in config.image_grid_pinpoints) // crop**2
     shape = (len(sizes), slots, config.vision_config.num_channels, crop, crop)
-    return {
+    image = {
         "pixel_values": np.random.default_rng(0).standard_normal(shape).astype(np.float32),
         "image_sizes": np.array(sizes, dtype=np.int64),
     }
+    if "batch_num_images" in inspect.signature(model.get_image_features).parameters:
+        image["batch_num_images"] = np.ones(len(sizes), dtype=np.int64)  # each tiled
+    return image
 
 
 def test_any_image_size_packs_as_transformers(anyres):

@@ -59,6 +59,13 @@ def _const(op, values, dtype) -> ir.Value:
     return op.Constant(value=ir.tensor(np.array(values, dtype)))
 
 
+def segment_of(op, position, lengths) -> ir.Value:
+    """For each of `position` [n], the index of the run of `lengths` [runs] laid end to end
+    that holds it."""
+    later = op.GreaterOrEqual(op.Unsqueeze(position, [1]), op.CumSum(lengths, [0]))
+    return op.ReduceSum(op.Cast(later, to=INT64), [1], keepdims=0)
+
+
 class AnyRes:
     """AnyRes over crops of `crop` pixels, `side` x `side` tokens each."""
 
@@ -81,21 +88,25 @@ class AnyRes:
         grid = [[h // self.crop, w // self.crop] for h, w in self.pinpoints]
         return op.Gather(_const(op, grid, np.int64), choice, axis=0)
 
-    def crops(self, op, pixels, grids) -> tuple[ir.Value, ir.Value]:
+    def crops(self, op, pixels, grids, tiled=None) -> tuple[ir.Value, ir.Value]:
         """The real crops of pixel_values [images, slots, channels, side, side], in order
-        ([crops, channels, side, side]), and each image's count [images]."""
+        ([crops, channels, side, side]), and each image's count [images]. `tiled` [images]
+        (bool; None: all): an image not tiled has its base crop only."""
         counts = op.Add(op.ReduceProd(grids, [1], keepdims=0), 1)
+        if tiled is not None:
+            counts = op.Where(tiled, counts, 1)
         slots = op.Squeeze(op.Shape(pixels, start=1, end=2), [0])
         real = op.Less(op.Range(0, slots, 1), op.Unsqueeze(counts, [1]))  # [images, slots]
         index = op.Squeeze(op.NonZero(op.Reshape(real, [-1])), [0])
         flat = op.Reshape(pixels, op.Concat([-1], op.Shape(pixels, start=2), axis=0))
         return op.Gather(flat, index, axis=0), counts
 
-    def pack(self, op, features, newline, sizes, grids, counts) -> ir.Value:
+    def pack(self, op, features, newline, sizes, grids, counts, tiled=None) -> ir.Value:
         """[image tokens, hidden] from the crops' features [crops, tokens, hidden] and the
-        newline vector [hidden]. Every output token, of every image at once, is a table row
-        (the crops' tokens, then the newline) or, when shrinking, a weighted sum of four: its
-        image found from the images' cumulative lengths, its place from its offset there."""
+        newline vector [hidden]; an image not `tiled` is its base crop's tokens and one
+        newline. Every output token, of every image at once, is a table row (the crops'
+        tokens, then the newline) or, when shrinking, a weighted sum of four: its image found
+        from the images' cumulative lengths, its place from its offset there."""
         hidden = op.Shape(features, start=2, end=3)
         table = op.Reshape(features, op.Concat([-1], hidden, axis=0))
         table = op.Concat(table, op.Reshape(newline, [1, -1]), axis=0)
@@ -104,11 +115,12 @@ class AnyRes:
         first_crop = op.CumSum(counts, [0], exclusive=1)
         rows, columns, top, left = self.unpadded(op, sizes, grid_rows, grid_columns)
         out_rows, out_columns = self.shrunk(op, rows, columns)
+        if tiled is not None:  # a map of one row of no tokens: the newline alone
+            out_rows, out_columns = op.Where(tiled, out_rows, 1), op.Where(tiled, out_columns, 0)
         lengths = op.Add(op.Mul(out_rows, op.Add(out_columns, 1)), self.tokens)
         ends = op.CumSum(lengths, [0])
         position = op.Range(0, op.ReduceSum(lengths, keepdims=0), 1)  # [image tokens]
-        later = op.GreaterOrEqual(op.Unsqueeze(position, [1]), ends)
-        image = op.ReduceSum(op.Cast(later, to=INT64), [1], keepdims=0)
+        image = segment_of(op, position, lengths)
 
         def each(value):  # the value of each token's image
             return op.Gather(value, image, axis=0)

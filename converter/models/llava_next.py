@@ -47,11 +47,15 @@ class LlavaNextModel(LlavaModel):
         self.anyres = AnyRes(cfg.extra["pinpoints"], crop, side, cfg.extra.get("max_crops"))
 
     def image_features(self, op, image) -> ir.Value:
-        anyres, sizes = self.anyres, image.image_sizes
+        anyres, sizes, tiled = self.anyres, image.image_sizes, self.tiled(op, image)
         grids = anyres.grids(op, sizes)
-        crops, counts = anyres.crops(op, image.pixel_values, grids)
+        crops, counts = anyres.crops(op, image.pixel_values, grids, tiled)
         features = self.crop_features(op, crops)
-        return anyres.pack(op, features, self.image_newline(op), sizes, grids, counts)
+        return anyres.pack(op, features, self.image_newline(op), sizes, grids, counts, tiled)
+
+    def tiled(self, op, image) -> ir.Value | None:
+        """Which images are tiled ([images] bool); None: every one."""
+        return None
 
 
 class LlavaNextVideoModel(LlavaNextModel):

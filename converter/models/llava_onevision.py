@@ -1,10 +1,10 @@
 """LLaVA-OneVision: LLaVA-NeXT (converter/models/llava_next.py) with a SigLIP tower (no class
 token: every token of the chosen hidden states is a patch) into Qwen2, and AnyRes-max: an
 image's unpadded map holding more than N crops' worth of tokens (`vision_aspect_ratio`
-"anyres_max_N") is shrunk bilinearly to about N before its newlines. Images only: the vision
-graph tiles every image, as transformers does without `batch_num_images` (its processor feeds
-the images of a several-image prompt as base crops alone, which this graph does not take),
-and the embedding graph places image tokens, not video tokens."""
+"anyres_max_N") is shrunk bilinearly to about N before its newlines. The vision graph also
+takes the processor's `batch_num_images` (each prompt's image count): the images of a prompt of
+several are their base crop and one newline. Images only: the embedding graph places image
+tokens, not video tokens."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from converter.components.encoder_attention import encoder_attention
 from converter.config.reader import ConfigReader
 from converter.config.two_tower import VisionTower
 from converter.errors import ConfigError
+from converter.models.anyres import segment_of
 from converter.models.llava_next import LLAVA_NEXT_RENAMES, LlavaNextModel, LlavaNextRules
 from converter.models.siglip import SiglipVisionEmbeddings
 from converter.models.tower import TowerEncoder
@@ -64,8 +65,16 @@ class SiglipStatesTower(nn.Module):
 
 
 class LlavaOnevisionModel(LlavaNextModel):
+    image_layout = "prompt_tiles"
     tower_cls = SiglipStatesTower
     tower_unused = (r"vision_tower\.post_layernorm\..+", r"vision_tower\.head\..+")
+
+    def tiled(self, op, image) -> ir.Value:
+        """A prompt's only image is tiled; the images of a prompt of several are not."""
+        per_prompt = image.batch_num_images
+        images = op.Squeeze(op.Shape(image.image_sizes, start=0, end=1), [0])
+        prompt = segment_of(op, op.Range(0, images, 1), per_prompt)
+        return op.Equal(op.Gather(per_prompt, prompt, axis=0), 1)
 
 
 FAMILIES = [
@@ -73,9 +82,9 @@ FAMILIES = [
         "llava_onevision",
         LlavaOnevisionModel,
         "LLaVA-NeXT's AnyRes with a SigLIP tower into Qwen2, each image's unpadded map shrunk "
-        "bilinearly to about N crops' worth (anyres_max_N); images only, each tiled (a "
-        "several-image prompt's base-crop-only images and videos are not taken); onnxruntime "
-        "runs it, onnxruntime-genai has no LLaVA-OneVision type",
+        "bilinearly to about N crops' worth (anyres_max_N), a prompt of several images "
+        "reading their base crops only (batch_num_images); images only, videos are not "
+        "converted (onnxruntime runs it, onnxruntime-genai has no LLaVA-OneVision type)",
         ("llava-hf/llava-onevision-qwen2-0.5b-ov-hf",),
         rules=LlavaOnevisionRules(),
         task=VLM_TASK,

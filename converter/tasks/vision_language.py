@@ -9,6 +9,8 @@ the names its genai_config.json declares.
                     "tiles"    pixel_values [num_images, num_crops, channels, height, width]
                                (LLaVA-NeXT's crops, padded to the most of any image),
                                image_sizes (int64) [num_images, 2] (each image's height, width)
+                    "prompt_tiles"  the same and batch_num_images (int64) [batch] (each
+                               prompt's image count: LLaVA-OneVision tiles a prompt's only image)
   embedding.onnx  input_ids (int64) [batch, sequence_length], image_features
                   [num_image_tokens, hidden] -> inputs_embeds [batch, sequence_length, hidden]
                   (every step after the prompt feeds no image tokens and 0 features)
@@ -47,6 +49,7 @@ class TileInputs(ImageInputs):
     """LLaVA-NeXT's crops of each image and the image's (height, width)."""
 
     image_sizes: ir.Value | None = None
+    batch_num_images: ir.Value | None = None  # "prompt_tiles" only
 
 
 @dataclass(frozen=True)
@@ -101,13 +104,17 @@ def image_inputs(builder, layout: str, vision, dtype: ir.DataType):
         grid = builder.input("image_grid_thw", ir.DataType.INT64, ["num_images", 3])
         names = {"pixel_values": "pixel_values", "image_grid_thw": "image_grid_thw"}
         return PatchInputs(_cast(op, pixels, dtype), image_grid_thw=grid), names
-    if layout == "tiles":
+    if layout in ("tiles", "prompt_tiles"):
         side = vision.image_size
         shape = ["num_images", "num_crops", vision.num_channels, side, side]
         pixels = builder.input("pixel_values", FLOAT, shape)
         sizes = builder.input("image_sizes", ir.DataType.INT64, ["num_images", 2])
         names = {"pixel_values": "pixel_values", "image_sizes": "image_sizes"}
-        return TileInputs(_cast(op, pixels, dtype), image_sizes=sizes), names
+        image = TileInputs(_cast(op, pixels, dtype), image_sizes=sizes)
+        if layout == "prompt_tiles":
+            image.batch_num_images = builder.input("batch_num_images", ir.DataType.INT64, [BATCH])
+            names["batch_num_images"] = "batch_num_images"
+        return image, names
     raise ValueError(f"no image layout {layout!r}")
 
 

@@ -32,12 +32,15 @@ def probe_image(session, config: dict) -> dict[str, np.ndarray]:
         height, width = config["image_grid_pinpoints"][0]
         channels, crop = inputs["pixel_values"].shape[2:4]
         crops = 1 + height * width // crop**2
-        return {
+        image = {
             "pixel_values": rng.standard_normal((1, crops, channels, crop, crop)).astype(
                 np.float32
             ),
             "image_sizes": np.array([[height, width]], dtype=np.int64),
         }
+        if "batch_num_images" in inputs:
+            image["batch_num_images"] = np.array([1], dtype=np.int64)
+        return image
     if "image_grid_thw" not in inputs:
         dims = [1 if isinstance(d, str) or d is None else d for d in inputs["pixel_values"].shape]
         return {"pixel_values": rng.standard_normal(dims).astype(np.float32)}

@@ -17,6 +17,10 @@ GRIDS = [(1, 8, 8), (1, 4, 6)]  # (frames, rows, columns) of patches: two Qwen-V
 # (height, width) of three LLaVA-NeXT images, in crops: a wide one on a grid wider still (padded
 # left and right: columns cut), a tall one on a grid taller still (rows cut), a small square
 TILE_SIZES = [(1.1, 2.5), (2.5, 1.1), (0.9, 0.9)]
+# their batch_num_images where a family reads it (LLaVA-OneVision): the first alone in its
+# prompt (tiled), the other two together (base crops only); only the tiling reads it, so the
+# one prompt of the case may hold all three
+PROMPT_IMAGES = [1, 2]
 
 
 def make_vlm(case_id: str, case: VlmCase, folder: Path):
@@ -101,6 +105,8 @@ def tile_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray],
         "pixel_values": rng.standard_normal(shape).astype(np.float32),
         "image_sizes": np.array([[round(h * crop), round(w * crop)] for h, w in TILE_SIZES]),
     }
+    if "batch_num_images" in inspect.signature(model.get_image_features).parameters:
+        image["batch_num_images"] = np.array(PROMPT_IMAGES)
     with torch.no_grad():
         found = model.get_image_features(**{k: torch.from_numpy(v) for k, v in image.items()})
     ids = list(_text(model, BEFORE, rng))
