@@ -220,21 +220,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "an unfold-convolution ViT with 2-D rotary and a pixel-shuffle MLP into Llama 4's MoE "
         "decoder (chunked attention, no-rope layers): not built yet",
     ),
-    "llava_next": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "AnyRes tiling: per-tile features unpadded to the image's aspect and "
-            "an image_newline token per row"
-        ),
-    ),
-    "llava_next_video": (
-        "vlm",
-        LLAVA_LIKE.format("AnyRes tiling and pooled video frames"),
-    ),
-    "llava_onevision": (
-        "vlm",
-        LLAVA_LIKE.format("AnyRes-max tiling, a SigLIP tower and image_newline tokens"),
-    ),
     "minicpm_ocr": ("vlm", MINICPM.format("MiniCPM OCR")),
     "minicpmv4_6": ("vlm", MINICPM.format("MiniCPM-V 4.6")),
     "minicpmv4_7": ("vlm", MINICPM.format("MiniCPM-V 4.7")),

@@ -13,6 +13,11 @@ the names its genai_config.json declares.
                     "sized"    pixel_values [num_images, channels, height, width] (padded to
                                the largest), image_sizes (int64) [num_images, 2]: each
                                image's height and width in pixels (Pixtral)
+                    "crops"    pixel_values [num_images, num_crops, channels, height, width]
+                               (LLaVA-NeXT's crops, padded to the most of any image),
+                               image_sizes (int64) [num_images, 2] (each image's height, width)
+                    "prompt_crops"  the same and batch_num_images (int64) [batch] (each
+                               prompt's image count: LLaVA-OneVision tiles a prompt's only image)
   embedding.onnx  input_ids (int64) [batch, sequence_length], image_features
                   [num_image_tokens, hidden] -> inputs_embeds [batch, sequence_length, hidden]
                   (every step after the prompt feeds no image tokens and 0 features)
@@ -53,6 +58,13 @@ class SizedImageInputs(ImageInputs):
     """Images of different sizes padded into one batch, and each one's (height, width)."""
 
     image_sizes: ir.Value | None = None
+
+
+@dataclass
+class CropInputs(SizedImageInputs):
+    """LLaVA-NeXT's crops of each image and the image's (height, width)."""
+
+    batch_num_images: ir.Value | None = None  # "prompt_crops" only
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,17 @@ def image_inputs(builder, layout: str, vision, dtype: ir.DataType):
         sizes = builder.input("image_sizes", ir.DataType.INT64, ["num_images", 2])
         names = {"pixel_values": "pixel_values", "image_sizes": "image_sizes"}
         return SizedImageInputs(_cast(op, pixels, dtype), image_sizes=sizes), names
+    if layout in ("crops", "prompt_crops"):
+        side = vision.image_size
+        shape = ["num_images", "num_crops", vision.num_channels, side, side]
+        pixels = builder.input("pixel_values", FLOAT, shape)
+        sizes = builder.input("image_sizes", ir.DataType.INT64, ["num_images", 2])
+        names = {"pixel_values": "pixel_values", "image_sizes": "image_sizes"}
+        image = CropInputs(_cast(op, pixels, dtype), image_sizes=sizes)
+        if layout == "prompt_crops":
+            image.batch_num_images = builder.input("batch_num_images", ir.DataType.INT64, [BATCH])
+            names["batch_num_images"] = "batch_num_images"
+        return image, names
     raise ValueError(f"no image layout {layout!r}")
 
 

@@ -17,6 +17,13 @@ GRIDS = [(1, 8, 8), (1, 4, 6)]  # (frames, rows, columns) of patches: two Qwen-V
 # (height, width) in pixels of two Pixtral images: the second neither a whole number of
 # patches nor of merge blocks high, and narrower than the first
 SIZES = [(32, 24), (22, 32)]
+# (height, width) of three LLaVA-NeXT images, in crops: a wide one on a grid wider still (padded
+# left and right: columns cut), a tall one on a grid taller still (rows cut), a small square
+CROP_SIZES = [(1.1, 2.5), (2.5, 1.1), (0.9, 0.9)]
+# their batch_num_images where a family reads it (LLaVA-OneVision): the first alone in its
+# prompt (tiled), the other two together (base crops only); only the tiling reads it, so the
+# one prompt of the case may hold all three
+PROMPT_IMAGES = [1, 2]
 
 
 def make_vlm(case_id: str, case: VlmCase, folder: Path):
@@ -153,11 +160,33 @@ def sized_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray]
     return image, np.array([ids + list(_text(model, AFTER, rng))])
 
 
+def crop_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Images of other aspects as LLaVA-NeXT's processor crops them (every slot random, so the
+    graph must ignore the padding slots), in one prompt."""
+    config, vision = model.config, model.config.vision_config
+    crop = vision.image_size
+    slots = 1 + max(h * w for h, w in config.image_grid_pinpoints) // crop**2
+    shape = (len(CROP_SIZES), slots, vision.num_channels, crop, crop)
+    image = {
+        "pixel_values": rng.standard_normal(shape).astype(np.float32),
+        "image_sizes": np.array([[round(h * crop), round(w * crop)] for h, w in CROP_SIZES]),
+    }
+    if "batch_num_images" in inspect.signature(model.get_image_features).parameters:
+        image["batch_num_images"] = np.array(PROMPT_IMAGES)
+    with torch.no_grad():
+        found = model.get_image_features(**{k: torch.from_numpy(v) for k, v in image.items()})
+    ids = list(_text(model, BEFORE, rng))
+    for features in found.pooler_output:
+        ids += [config.image_token_id] * len(features) + list(_text(model, 2, rng))
+    return image, np.array([ids + list(_text(model, AFTER, rng))])
+
+
 INPUTS = {
     "pixels": pixel_inputs,
     "patches": patch_inputs,
     "tiles": tile_inputs,
     "sized": sized_inputs,
+    "crops": crop_inputs,
 }
 
 
