@@ -132,7 +132,7 @@ class Mistral3Model(VisionLanguageModel):
 
     def make_vision(self, cfg, dtype, ep) -> None:
         depth = cfg.extra["feature_layer"]
-        tower = PixtralVisionModel(replace(cfg.vision, num_hidden_layers=depth), dtype)
+        tower = PixtralVisionModel(replace(cfg.vision, num_hidden_layers=depth), dtype, ep)
         setattr(self, self.tower_name, tower)
         setattr(self, self.projector_name, Mistral3Projector(cfg, dtype))
 

@@ -19,9 +19,11 @@ from onnxscript import nn
 
 from converter.components import Linear, RMSNorm
 from converter.components.conv2d import Conv2d
+from converter.components.encoder_attention import BlockAttention
 from converter.components.mlp import GatedMLP
 from converter.config.reader import MAX_LAYERS, ConfigReader
 from converter.errors import ConfigError
+from converter.execution_providers import ENCODER_MHA
 
 INT64, FLOAT = ir.DataType.INT64, ir.DataType.FLOAT
 NORM_EPS = 1e-5  # transformers' Pixtral RMSNorms
@@ -90,7 +92,7 @@ class PatchGrid:
     cols: ir.Value  # [num_images] patch columns
     cos: ir.Value  # [patches, 1, head_dim]
     sin: ir.Value
-    same_image: ir.Value  # [patches, patches] bool
+    attend: BlockAttention  # each patch attends its own image's
 
 
 def image_sizes_of(op, pixels, image_sizes) -> ir.Value:
@@ -126,19 +128,14 @@ class PixtralAttention(nn.Module):
         turned = op.Add(op.Mul(x, grid.cos), op.Mul(half, grid.sin))
         return op.Reshape(turned, [1, -1, self.size])
 
+    def expected_fusions(self, plan) -> dict[str, int]:
+        return {ENCODER_MHA: 1 if plan.has(ENCODER_MHA) else 0}
+
     def forward(self, op, x, grid: PatchGrid):
         q = self._turn(op, self.q_proj(op, x), grid)
         k = self._turn(op, self.k_proj(op, x), grid)
         v = op.Reshape(self.v_proj(op, x), [1, -1, self.size])
-        out = op.Attention(
-            q,
-            k,
-            v,
-            grid.same_image,
-            q_num_heads=self.heads,
-            kv_num_heads=self.heads,
-            scale=self.head_dim**-0.5,
-        )
+        out = grid.attend(op, q, k, v, self.heads, self.head_dim**-0.5)
         return self.o_proj(op, op.Reshape(out, [-1, self.size]))
 
 
@@ -173,13 +170,13 @@ class PixtralVisionModel(nn.Module):
     then each layer's) and the images' patch grids; `num_hidden_layers` may stop short of the
     checkpoint's (the deepest feature layer a VLM reads)."""
 
-    def __init__(self, cfg: PixtralVisionConfig, dtype: ir.DataType):
+    def __init__(self, cfg: PixtralVisionConfig, dtype: ir.DataType, ep):
         super().__init__()
         size, patch = cfg.hidden_size, cfg.patch_size
         self.patch_conv = Conv2d(cfg.num_channels, size, patch, dtype, stride=patch, bias=False)
         self.ln_pre = RMSNorm(size, NORM_EPS, dtype)
         self.transformer = PixtralTransformer(cfg, dtype)
-        self.cfg, self.dtype = cfg, dtype
+        self.cfg, self.dtype, self.ep = cfg, dtype, ep
 
     def forward(self, op, pixels, image_sizes) -> tuple[list[ir.Value], PatchGrid]:
         cfg, patch = self.cfg, self.cfg.patch_size
@@ -196,7 +193,7 @@ class PixtralVisionModel(nn.Module):
         x = self.ln_pre(op, op.Gather(flat, source))
         cos, sin = self._angles(op, row, col)
         same = op.Equal(op.Unsqueeze(image, [1]), op.Unsqueeze(image, [0]))
-        places = PatchGrid(rows, cols, cos, sin, same)
+        places = PatchGrid(rows, cols, cos, sin, BlockAttention(op, self.ep, same, self.dtype))
         states = [x]
         self.transformer(op, x, places, states)
         return states, places

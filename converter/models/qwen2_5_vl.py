@@ -13,6 +13,7 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import GatedMLP, RMSNorm
+from converter.components.encoder_attention import BlockAttention
 from converter.config.reader import MAX_DIM, ConfigReader
 from converter.config.vision import int_list
 from converter.errors import ConfigError
@@ -80,28 +81,29 @@ class PatchMerger(nn.Module):
 
 
 class Qwen25VisionTransformer(nn.Module):
-    def __init__(self, cfg: QwenVisionConfig, dtype: ir.DataType):
+    def __init__(self, cfg: QwenVisionConfig, dtype: ir.DataType, ep):
         super().__init__()
         self.patch_embed = Holder("proj", PatchEmbed(cfg, dtype))
         self.blocks = nn.ModuleList(
             [VisionBlock(cfg, dtype, RMSNorm, GatedMLP(cfg, dtype)) for _ in range(cfg.depth)]
         )
         self.merger = PatchMerger(cfg, dtype)
-        self.cfg = cfg
+        self.cfg, self.dtype, self.ep = cfg, dtype, ep
 
     def forward(self, op, pixels, grid):
         cfg, blocks = self.cfg, window_blocks(self.cfg)
         x = self.patch_embed(op, pixels)
         places = patch_grid(op, grid, pixels, cfg.spatial_merge_size)
         rotary = axial_rotary(op, places, cfg.head_dim, cfg.rope_theta)
-        full = same(op, places.image, places.frame)
-        window = same(
+        full = BlockAttention(op, self.ep, same(op, places.image, places.frame), self.dtype)
+        in_window = same(
             op,
             places.image,
             places.frame,
             op.Div(places.block_row, blocks),
             op.Div(places.block_col, blocks),
         )
+        window = BlockAttention(op, self.ep, in_window, self.dtype)
         for i, block in enumerate(self.blocks):
             x = block(op, x, rotary, full if i in cfg.fullatt_block_indexes else window)
         return self.merger(op, x)
@@ -109,7 +111,7 @@ class Qwen25VisionTransformer(nn.Module):
 
 class Qwen25VlModel(QwenVlModel):
     def make_vision(self, cfg, dtype, ep) -> None:
-        self.visual = Qwen25VisionTransformer(cfg.vision, dtype)
+        self.visual = Qwen25VisionTransformer(cfg.vision, dtype, ep)
 
 
 FAMILIES = [

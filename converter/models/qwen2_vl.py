@@ -13,6 +13,7 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import LayerNorm, PlainMLP
+from converter.components.encoder_attention import BlockAttention
 from converter.config.reader import MAX_DIM, ConfigReader
 from converter.errors import ConfigError
 from converter.models.qwen2_5_vl import PatchMerger
@@ -53,21 +54,21 @@ class Qwen2VlRules(QwenVlRules):
 
 
 class Qwen2VisionTransformer(nn.Module):
-    def __init__(self, cfg: QwenVisionConfig, dtype: ir.DataType):
+    def __init__(self, cfg: QwenVisionConfig, dtype: ir.DataType, ep):
         super().__init__()
         self.patch_embed = Holder("proj", PatchEmbed(cfg, dtype))
         self.blocks = nn.ModuleList(
             [VisionBlock(cfg, dtype, LayerNorm, PlainMLP(cfg, dtype)) for _ in range(cfg.depth)]
         )
         self.merger = PatchMerger(cfg, dtype, LayerNorm)
-        self.cfg = cfg
+        self.cfg, self.dtype, self.ep = cfg, dtype, ep
 
     def forward(self, op, pixels, grid):
         cfg = self.cfg
         x = self.patch_embed(op, pixels)
         places = patch_grid(op, grid, pixels, cfg.spatial_merge_size)
         rotary = axial_rotary(op, places, cfg.head_dim, cfg.rope_theta)
-        frame = same(op, places.image, places.frame)
+        frame = BlockAttention(op, self.ep, same(op, places.image, places.frame), self.dtype)
         for block in self.blocks:
             x = block(op, x, rotary, frame)
         return self.merger(op, x)
@@ -75,7 +76,7 @@ class Qwen2VisionTransformer(nn.Module):
 
 class Qwen2VlModel(QwenVlModel):
     def make_vision(self, cfg, dtype, ep) -> None:
-        self.visual = Qwen2VisionTransformer(cfg.vision, dtype)
+        self.visual = Qwen2VisionTransformer(cfg.vision, dtype, ep)
 
 
 FAMILIES = [

@@ -28,6 +28,7 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, PlainMLP, activation
+from converter.components.encoder_attention import BlockAttention
 from converter.config.reader import MAX_DIM, ConfigReader
 from converter.config.vision import int_list
 from converter.errors import ConfigError
@@ -171,7 +172,7 @@ class PatchMerger(nn.Module):
 
 
 class Qwen3VisionTransformer(nn.Module):
-    def __init__(self, cfg: QwenVisionConfig, dtype: ir.DataType):
+    def __init__(self, cfg: QwenVisionConfig, dtype: ir.DataType, ep):
         super().__init__()
         self.patch_embed = Holder("proj", PatchEmbed(cfg, dtype, bias=True))
         self.pos_embed = PositionGrid(cfg, dtype)
@@ -182,14 +183,14 @@ class Qwen3VisionTransformer(nn.Module):
         self.deepstack_merger_list = nn.ModuleList(
             [PatchMerger(cfg, dtype, shuffled=True) for _ in cfg.deepstack_visual_indexes]
         )
-        self.cfg = cfg
+        self.cfg, self.dtype, self.ep = cfg, dtype, ep
 
     def forward(self, op, pixels, grid):
         cfg = self.cfg
         places = patch_grid(op, grid, pixels, cfg.spatial_merge_size)
         x = op.Add(self.patch_embed(op, pixels), self.pos_embed(op, places))
         rotary = axial_rotary(op, places, cfg.head_dim, cfg.rope_theta)
-        frame = same(op, places.image, places.frame)
+        frame = BlockAttention(op, self.ep, same(op, places.image, places.frame), self.dtype)
         stack = []
         for i, block in enumerate(self.blocks):
             x = block(op, x, rotary, frame)
@@ -228,7 +229,7 @@ class DeepStackLM(DecoderLM):
 
 class Qwen3VlModel(QwenVlModel):
     def make_vision(self, cfg, dtype, ep) -> None:
-        self.visual = Qwen3VisionTransformer(cfg.vision, dtype)
+        self.visual = Qwen3VisionTransformer(cfg.vision, dtype, ep)
 
     decoder_cls = DeepStackLM
 

@@ -19,9 +19,11 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import Linear, activation
+from converter.components.encoder_attention import BlockAttention
 from converter.config.reader import MAX_LAYERS, MAX_VOCAB, ConfigReader
 from converter.config.vision_language import VisionLanguageRules
 from converter.errors import ConfigError
+from converter.execution_providers import ENCODER_MHA
 from converter.models.vision_language import VisionLanguageModel
 
 INT64, FLOAT = ir.DataType.INT64, ir.DataType.FLOAT
@@ -209,22 +211,17 @@ class VisionAttention(nn.Module):
         self.heads, self.head_dim, self.dtype = cfg.num_heads, cfg.head_dim, dtype
         self.hidden = cfg.hidden_size
 
-    def forward(self, op, x, rotary: Rotary, mask):
+    def expected_fusions(self, plan) -> dict[str, int]:
+        return {ENCODER_MHA: 1 if plan.has(ENCODER_MHA) else 0}
+
+    def forward(self, op, x, rotary: Rotary, attend: BlockAttention):
         qkv = op.Reshape(self.qkv(op, x), [0, 3, self.heads, self.head_dim])
         q, k, v = (
             op.Squeeze(part, [1]) for part in op.Split(qkv, num_outputs=3, axis=1, _outputs=3)
         )
         q, k = rotate(op, q, rotary, self.dtype), rotate(op, k, rotary, self.dtype)
         q, k, v = (op.Reshape(part, [1, -1, self.hidden]) for part in (q, k, v))
-        out = op.Attention(
-            q,
-            k,
-            v,
-            mask,
-            q_num_heads=self.heads,
-            kv_num_heads=self.heads,
-            scale=self.head_dim**-0.5,
-        )
+        out = attend(op, q, k, v, self.heads, self.head_dim**-0.5)
         return self.proj(op, op.Reshape(out, [-1, self.hidden]))
 
 
@@ -239,8 +236,8 @@ class VisionBlock(nn.Module):
         self.norm2 = norm(cfg.hidden_size, NORM_EPS, dtype)
         self.mlp = mlp
 
-    def forward(self, op, x, rotary: Rotary, mask):
-        x = op.Add(x, self.attn(op, self.norm1(op, x), rotary, mask))
+    def forward(self, op, x, rotary: Rotary, attend: BlockAttention):
+        x = op.Add(x, self.attn(op, self.norm1(op, x), rotary, attend))
         return op.Add(x, self.mlp(op, self.norm2(op, x)))
 
 
