@@ -31,12 +31,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "multi-channel embedding, delay-pattern generation) that outputs audio codes for a "
         "DAC codec, with no text logits to generate",
     ),
-    "encoder-decoder": (
-        "seq2seq",
-        "EncoderDecoderModel composes any registered encoder with any causal decoder given "
-        "cross-attention (encoder and decoder configs nested in one file): composed pairs are "
-        "not built yet",
-    ),
     "fun_asr_nano": (
         "speech",
         AUDIO_LM.format("a Qwen-style LM behind an FSMN-memory (SAN-M) audio encoder"),

@@ -40,8 +40,12 @@ def make_seq2seq(case_id: str, case: Seq2SeqCase, folder: Path):
 
 
 def text_inputs(config: dict) -> dict[str, np.ndarray]:
-    """Two source sentences, the second padded with the pad token after 5 tokens."""
-    vocab = config.get("src_vocab_size", config.get("vocab_size"))  # FSMT names the source's
+    """Two source sentences, the second padded with the pad token after 5 tokens (ids of the
+    source vocabulary: FSMT names it src_vocab_size, a composed model's `encoder` section has
+    its own)."""
+    vocab = config.get("src_vocab_size", config.get("vocab_size"))
+    if vocab is None:
+        vocab = config["encoder"]["vocab_size"]
     ids = RNG.integers(3, vocab, size=(BATCH, SOURCE))
     ids = np.where(SOURCE_MASK == 1, ids, config.get("pad_token_id", 0))
     return {"input_ids": ids, "attention_mask": SOURCE_MASK}
