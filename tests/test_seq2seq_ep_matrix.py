@@ -20,7 +20,7 @@ from converter.validate.reference import TransformersSeq2Seq
 from converter.validate.seq2seq_runtime import OnnxSeq2Seq
 from tests.parity.cases import is_base
 from tests.parity.seq2seq_cases import CASES
-from tests.parity.seq2seq_reference import INPUTS, decoder_ids, make_seq2seq
+from tests.parity.seq2seq_reference import case_inputs, make_seq2seq
 from tests.quantized_reference import dequantized_copy, int8_dequantized_copy
 from tests.test_ep_matrix import BOUNDS, QUANTIZED_OP
 
@@ -33,8 +33,7 @@ def family(request, tmp_path_factory):
     case = CASES[request.param]
     folder = tmp_path_factory.mktemp(request.param)
     model = make_seq2seq(request.param, case, folder / "hf")
-    feeds = INPUTS[case.inputs](case.config)
-    ids = decoder_ids(model)
+    feeds, ids = case_inputs(request.param, case, model)
     references = {
         dtype: np.concatenate(TransformersSeq2Seq(copy).run(feeds, ids, FIRST), axis=1)
         for dtype, copy in (
