@@ -111,11 +111,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "SpeechT5's speech-to-text head: a speech pre-net (wav2vec2-like feature encoder), "
         "relative position biases in the encoder and its own text post-net: not built yet",
     ),
-    "t5gemma": (
-        "seq2seq",
-        "Gemma 2 layers as encoder and decoder (rotary positions, soft-capped logits, "
-        "sliding windows) with cross-attention: not built yet",
-    ),
     "t5gemma2": (
         "seq2seq",
         "Gemma 3 layers as encoder and decoder with a merged self/cross attention and a "

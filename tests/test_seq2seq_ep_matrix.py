@@ -95,9 +95,12 @@ def test_default_graphs_are_portable(family):
 @pytest.mark.parametrize("dtype", ["int8", "int4"])
 def test_cpu_fusions_are_counted_and_recorded(family, dtype):
     package = _build(family[0], "cpu", dtype)
-    fusions = json.loads((package / "mobius.json").read_text())["lowering"]["fusions"]
+    lowering = json.loads((package / "mobius.json").read_text())["lowering"]
+    fusions = lowering["fusions"]
     ops = [n.op_type for graph in _graphs(package) for n in onnx.load(graph).graph.node]
-    assert ops.count("MultiHeadAttention") == fusions[ENCODER_MHA] > 0
+    assert ops.count("MultiHeadAttention") == fusions.get(ENCODER_MHA, 0)
+    if not fusions.get(ENCODER_MHA):  # only where the model records why (T5Gemma's softcap)
+        assert lowering["fallbacks"]
     assert ops.count(QUANTIZED_OP[dtype]) == fusions[f"{dtype}_matmuls"] > 0
     skip_norms = ops.count("SkipLayerNormalization") + ops.count("SkipSimplifiedLayerNormalization")
     assert skip_norms == fusions["skip_norms"] > 0  # (Simplified: RMS norms, T5's)

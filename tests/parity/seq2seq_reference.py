@@ -49,14 +49,16 @@ def case_inputs(case_id: str, case: Seq2SeqCase, model) -> tuple[dict[str, np.nd
     return INPUTS[case.inputs](case.config, rng), decoder_ids(model, rng)
 
 
-def text_inputs(config: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Two source sentences, the second padded with the pad token after 5 tokens (ids of the
-    source vocabulary: FSMT names it src_vocab_size, a composed model's `encoder` section has
-    its own)."""
+def source_vocab(config: dict) -> int:
+    """The encoder's vocabulary size: FSMT names it src_vocab_size, a composed model's
+    `encoder` section has its own."""
     vocab = config.get("src_vocab_size", config.get("vocab_size"))
-    if vocab is None:
-        vocab = config["encoder"]["vocab_size"]
-    ids = rng.integers(3, vocab, size=(BATCH, SOURCE))
+    return config["encoder"]["vocab_size"] if vocab is None else vocab
+
+
+def text_inputs(config: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Two source sentences, the second padded with the pad token after 5 tokens."""
+    ids = rng.integers(3, source_vocab(config), size=(BATCH, SOURCE))
     ids = np.where(SOURCE_MASK == 1, ids, config.get("pad_token_id", 0))
     return {"input_ids": ids, "attention_mask": SOURCE_MASK}
 
@@ -108,8 +110,8 @@ def kept_positions(case: Seq2SeqCase, feeds: dict[str, np.ndarray]) -> np.ndarra
 def decoder_ids(model, rng: np.random.Generator) -> np.ndarray:
     """Teacher-forced decoder tokens: the decoder start token, then random ones."""
     start = model.generation_config.decoder_start_token_id
-    if start is None:
-        start = model.config.decoder_start_token_id
+    if start is None:  # T5Gemma's config has no such attribute (its decoder starts from bos)
+        start = getattr(model.config, "decoder_start_token_id", None)
     if start is None:
         start = model.config.eos_token_id
     vocab = model.config.get_text_config(decoder=True).vocab_size
