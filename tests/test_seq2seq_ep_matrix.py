@@ -2,7 +2,9 @@
 checked, as tests/test_ep_matrix.py does for the decoders (f32 parity is in
 tests/parity/test_seq2seq_parity.py). On the CPU host f16 runs against transformers in f32, and
 int8 and int4 against transformers with each quantized weight replaced by its dequantized
-value; GPU EPs are built and checked structurally."""
+value, so what is left is onnxruntime's int8 activations (MatMulInteger's, and MatMulNBits' at
+accuracy level 4, which its CPU session makes of the default graph's DequantizeLinear + MatMul);
+GPU EPs are built and checked structurally."""
 
 from __future__ import annotations
 
