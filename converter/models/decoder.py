@@ -152,9 +152,13 @@ class DecoderBody(nn.Module):
     def embed(self, op, inputs: DecoderInputs):
         return self.embedding(op, inputs.tokens, inputs.embedded)
 
+    def make_kernel(self, op, inputs: DecoderInputs):
+        """The attention kernel of one graph (a family whose masks read more overrides it)."""
+        return self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
+
     def forward(self, op, inputs: DecoderInputs):
         x = self.embed(op, inputs)
-        kernel = self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
+        kernel = self.make_kernel(op, inputs)
         presents = []
         layers = getattr(self, self.layers_name)
         for layer, (past_key, past_value) in zip(layers, inputs.past, strict=True):

@@ -46,7 +46,9 @@ class VisionLanguageTask:
     def components(self, model, cfg, dtype: ir.DataType) -> list[Component]:
         vision, embedding = model.part("vision"), model.part("embedding")
         decoder = model.part("decoder").language_model
-        text = TextGenerationTask(inputs_embeds=True, mrope=model.mrope)
+        text = TextGenerationTask(
+            inputs_embeds=True, mrope=model.mrope, ids_beside_embeds=model.decoder_reads_ids
+        )
         return [
             self._vision(vision, cfg, dtype),
             self._embedding(embedding, cfg, dtype),

@@ -42,7 +42,7 @@ def test_components_match_transformers(converted, ep):
     rng = case_rng(case_id)
     image, ids = INPUTS[case.inputs](model, rng)
     steps = step_tokens(model, ids.shape[0], rng)
-    want_features, want_embeds, want_logits = reference(model, image, ids, steps)
+    want_features, want_embeds, want_logits = reference(model, image, ids, steps, case.token_types)
     features = runtime.image_features(image)
     assert features.shape == want_features.shape
     diffs = {"image_features": float(np.abs(features - want_features).max())}
