@@ -87,7 +87,6 @@ class PrefixDecoder(DecoderLM):
 
 class PaliGemmaModel(VisionLanguageModel):
     token_types = "prefix"
-    image_prompt = "<image>"
 
     def make_vision(self, cfg, dtype, ep) -> None:
         self.vision_tower = SiglipVisionTransformer(cfg.vision, dtype, ep, pooled=False)
