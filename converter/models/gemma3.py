@@ -79,6 +79,9 @@ class Gemma3Projector(nn.Module):
         self.mm_soft_emb_norm = RMSNorm(width, vision.norm_eps, dtype, offset=1.0)
         self.width, self.patches, self.cell = width, patches, cell
 
+    def expected_fusions(self, plan) -> dict[str, int]:
+        return plan.quantized_matmuls()  # the projection, as a Linear's
+
     def forward(self, op, x):
         grid = op.Reshape(op.Transpose(x, perm=[0, 2, 1]), [0, self.width, self.patches, -1])
         cells = [self.cell, self.cell]
