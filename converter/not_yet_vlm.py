@@ -103,11 +103,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "decoder, with newline tokens between patch rows; the patch embedding component is not "
         "built yet",
     ),
-    "gemma3": (
-        "vlm",
-        "SigLIP tower, average pooling to mm_tokens_per_image, Gemma 3's soft-token projector, "
-        "and bidirectional attention among an image's tokens in the decoder: not built yet",
-    ),
     "gemma3n": (
         "vlm",
         "a MobileNet-v5 vision tower and a Conformer audio tower into Gemma 3n's AltUp/LAuReL "
@@ -269,11 +264,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "a NaViT-style SigLIP tower with 2-D rotary and a projector into ERNIE 4.5 with 3-D "
         "positions: not built yet",
     ),
-    "paligemma": (
-        "vlm",
-        "a SigLIP tower and a linear projector into Gemma, with a bidirectional prefix (image "
-        "and prompt) in the decoder's mask: not built yet",
-    ),
     "perception_lm": (
         "vlm",
         "LLaVA's projector into Llama, but its tower is timm's Perception Encoder (through "
@@ -317,10 +307,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         "a vision tower into a gated delta-net MoE decoder with n-gram embeddings and an "
         "indexer: not built yet",
-    ),
-    "shieldgemma2": (
-        "vlm",
-        "Gemma 3's VLM layout used as an image safety classifier: follows gemma3, not built yet",
     ),
     "step3p7": (
         "vlm",

@@ -1,7 +1,7 @@
-"""Side files a tiny Qwen2.5-VL needs to run in onnxruntime-genai, made offline: a byte-level
-BPE tokenizer (one token per byte, no merges) with Qwen's vision special tokens at the ids the
-parity case's config names, and the image processor's settings at the tiny tower's patch
-size."""
+"""Side files a tiny VLM needs to run in onnxruntime-genai, made offline: a byte-level BPE
+tokenizer (one token per byte, no merges) with the family's special tokens at the ids its
+parity case's config names (Qwen's by default), and the image processor's settings at the tiny
+tower's patch size."""
 
 from __future__ import annotations
 

@@ -156,9 +156,13 @@ class DecoderBody(nn.Module):
         """The hidden states after layer `index`, as the next layer reads them."""
         return x
 
+    def make_kernel(self, op, inputs: DecoderInputs):
+        """The attention kernel of one graph (a family whose masks read more overrides it)."""
+        return self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
+
     def forward(self, op, inputs: DecoderInputs):
         x = self.embed(op, inputs)
-        kernel = self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
+        kernel = self.make_kernel(op, inputs)
         presents = []
         layers = getattr(self, self.layers_name)
         for index, (layer, (past_key, past_value)) in enumerate(

@@ -233,8 +233,9 @@ class Qwen3VlModel(QwenVlModel):
 
     decoder_cls = DeepStackLM
 
-    def make_decoder(self, cfg, dtype, ep) -> nn.Module:
-        return self.decoder_cls(cfg.text, dtype, ep, len(cfg.vision.deepstack_visual_indexes))
+    def make_decoder(self, text, dtype, ep) -> nn.Module:
+        levels = len(self.cfg.vision.deepstack_visual_indexes)
+        return self.decoder_cls(text, dtype, ep, levels)
 
     @property
     def features_width(self) -> int:

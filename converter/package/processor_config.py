@@ -16,6 +16,7 @@ CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
 CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
 BICUBIC = 3  # PIL's resample code, transformers' default for Qwen-VL and Pixtral
 PIXTRAL_SIZE = {"longest_edge": 1024}  # transformers' PixtralImageProcessor default
+HALF = [0.5, 0.5, 0.5]  # transformers' IMAGENET_STANDARD_MEAN and _STD, Gemma 3's defaults
 
 
 def _operation(name: str, kind: str, **attrs: Any) -> dict:
@@ -126,6 +127,54 @@ def pixtral(pre: dict[str, Any], vision) -> dict:
     }
 
 
+# PIL's resample codes -> onnxruntime-extensions' Resize interpolation
+INTERPOLATIONS = {0: "NEAREST", 1: "LANCZOS", 2: "LINEAR", 3: "CUBIC"}
+
+
+def gemma3(pre: dict[str, Any], vision) -> dict:
+    """Gemma 3's image processor: every image resized to the tower's square (aspect ratio not
+    kept), rescaled, normalized, channels first. Pan-and-scan crops are not reproduced."""
+    for key, wanted in (("do_resize", True), ("do_rescale", True), ("do_normalize", True)):
+        if pre.get(key, wanted) is not wanted:
+            raise ConfigError(f"{PREPROCESSOR_CONFIG}: '{key}' = {pre[key]!r} is not supported")
+    if pre.get("do_pan_and_scan"):
+        raise ConfigError(f"{PREPROCESSOR_CONFIG}: 'do_pan_and_scan' crops are not supported")
+    resample = pre.get("resample", 2)
+    if resample not in INTERPOLATIONS:
+        raise ConfigError(f"{PREPROCESSOR_CONFIG}: 'resample' = {resample!r} is not supported")
+    size = pre.get("size") or {}
+    side = vision.image_size
+    if (size.get("height", side), size.get("width", side)) != (side, side):
+        raise ConfigError(
+            f"{PREPROCESSOR_CONFIG}: 'size' = {size!r} differs from the tower's {side} x {side}"
+        )
+    return {
+        "processor": {
+            "name": "gemma_3_image_processing",
+            "transforms": [
+                # RGB already: a ConvertRGB after it would swap the channels back
+                _operation("decode_image", "DecodeImage", color_space="RGB"),
+                _operation(
+                    "resize",
+                    "Resize",
+                    interpolation=INTERPOLATIONS[resample],
+                    height=side,
+                    width=side,
+                    keep_aspect_ratio=0,
+                ),
+                _operation("rescale", "Rescale", rescale_factor=pre.get("rescale_factor", 1 / 255)),
+                _operation(
+                    "normalize",
+                    "Normalize",
+                    mean=list(pre.get("image_mean", HALF)),
+                    std=list(pre.get("image_std", HALF)),
+                ),
+                _operation("to_channel_first", "Permute3D", dims=[2, 0, 1]),
+            ],
+        }
+    }
+
+
 QWEN_PROCESSORS = {"qwen2_5_vl": "qwen2_5_image_processor", "qwen3_vl": "qwen3_vl_image_processor"}
 
 # onnxruntime-genai's VLM type -> the writer of its processor_config.json
@@ -133,4 +182,5 @@ WRITERS = {
     "qwen2_5_vl": qwen_vl,
     "qwen3_vl": functools.partial(qwen_vl, kind="qwen3_vl"),
     "mistral3": pixtral,
+    "gemma3": gemma3,
 }

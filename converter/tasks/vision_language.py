@@ -75,7 +75,10 @@ class VisionLanguageTask:
         vision, embedding = model.part("vision"), model.part("embedding")
         decoder = model.part("decoder").language_model
         text = TextGenerationTask(
-            inputs_embeds=True, mrope=model.mrope, embeds_width=model.features_width
+            inputs_embeds=True,
+            mrope=model.mrope,
+            embeds_width=model.features_width,
+            ids_beside_embeds=model.decoder_reads_ids,
         )
         return [
             self._vision(vision, cfg, dtype),

@@ -34,7 +34,9 @@ def make_vlm(case_id: str, case: VlmCase, folder: Path):
         setattr(config, key, value)
     config._attn_implementation = "eager"
     torch.manual_seed(sum(map(ord, case_id)))
-    model = getattr(transformers, case.model_class).from_config(config)
+    model_class = getattr(transformers, case.model_class)
+    # an Auto class builds from a config; a model class (ShieldGemma 2's classifier) is called
+    model = getattr(model_class, "from_config", model_class)(config)
     with torch.no_grad():
         for tensor in model.state_dict().values():
             if tensor.is_floating_point():
@@ -66,26 +68,27 @@ def image_features(model, **pixels) -> torch.Tensor:
     return image_model(model).get_image_features(**pixels).pooler_output
 
 
-def pixel_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Two fixed random images of the tower's size, one per prompt of a batch of two."""
+def pixel_inputs(
+    model, rng: np.random.Generator, per_prompt: int = 1
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Fixed random images of the tower's size, `per_prompt` in each prompt of a batch of two
+    (text between them)."""
     vision = model.config.vision_config
     side = vision.image_size  # one int, or (height, width) (InternVL)
-    shape = (2, vision.num_channels, *(side if isinstance(side, list | tuple) else (side, side)))
+    sides = side if isinstance(side, list | tuple) else (side, side)
+    shape = (2 * per_prompt, vision.num_channels, *sides)
     image = {"pixel_values": rng.standard_normal(shape).astype(np.float32)}
     with torch.no_grad():
         tokens = len(
             image_features(model, pixel_values=torch.from_numpy(image["pixel_values"][:1]))[0]
         )
-    rows = [
-        np.concatenate(
-            [
-                _text(model, BEFORE, rng),
-                [model.config.image_token_id] * tokens,
-                _text(model, AFTER, rng),
-            ]
-        )
-        for _ in range(2)
-    ]
+    rows = []
+    for _ in range(2):
+        row = [_text(model, BEFORE, rng)]
+        for i in range(per_prompt):
+            row += [[model.config.image_token_id] * tokens]
+            row += [_text(model, AFTER if i == per_prompt - 1 else 2, rng)]
+        rows.append(np.concatenate(row))
     return image, np.stack(rows)
 
 
@@ -183,6 +186,7 @@ def crop_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray],
 
 INPUTS = {
     "pixels": pixel_inputs,
+    "pixel_pairs": lambda model, rng: pixel_inputs(model, rng, per_prompt=2),
     "patches": patch_inputs,
     "tiles": tile_inputs,
     "sized": sized_inputs,
@@ -217,9 +221,29 @@ def positions(model, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarra
     return found.numpy()
 
 
-def reference(model, image: dict[str, np.ndarray], ids: np.ndarray, steps: list[np.ndarray]):
+def token_types(model, kind: str, whole: np.ndarray, prompt: int) -> dict:
+    """The token_type_ids of `kind` (VlmCase.token_types) over the `prompt` first tokens and
+    the steps after them."""
+    if not kind:
+        return {}
+    if kind == "image":
+        types = whole == model.config.image_token_id
+    elif kind == "prefix":
+        types = np.broadcast_to(np.arange(whole.shape[1]) >= prompt, whole.shape)
+    else:
+        raise ValueError(f"no token types {kind!r}")
+    return {"token_type_ids": torch.from_numpy(types.astype(np.int64))}
+
+
+def reference(
+    model,
+    image: dict[str, np.ndarray],
+    ids: np.ndarray,
+    steps: list[np.ndarray],
+    types: str = "",
+):
     """(image features [tokens, hidden], the prompt's inputs_embeds, the logits of the prompt
-    and each step token, teacher-forced in one pass)."""
+    and each step token, teacher-forced in one pass, given the token types `types`)."""
     pixels = {k: torch.from_numpy(v) for k, v in image.items()}
     with torch.no_grad():
         features = packed_features(image_model(model).get_image_features(**pixels))
@@ -230,7 +254,10 @@ def reference(model, image: dict[str, np.ndarray], ids: np.ndarray, steps: list[
         embeds = embeds.masked_scatter(mask, features)
         whole = np.concatenate([ids, *steps], axis=1)
         logits = model(
-            input_ids=torch.from_numpy(whole), **pixels, **_extra(model, whole)
+            input_ids=torch.from_numpy(whole),
+            **pixels,
+            **_extra(model, whole),
+            **token_types(model, types, whole, ids.shape[1]),
         ).logits.numpy()
     length = ids.shape[1]
     per_step = (logits[:, length + i : length + i + 1] for i in range(len(steps)))
