@@ -83,7 +83,7 @@ class OnnxVisionLanguage:
             )
             for name, meta in self.past.items()
         }
-        embeds = self.embed(ids, self.image_features(image))
+        tokens, embeds = ids, self.embed(ids, self.image_features(image))
         next_position = positions.max(axis=-1, keepdims=True) + 1
         while True:
             feeds = {
