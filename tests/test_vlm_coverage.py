@@ -87,6 +87,6 @@ def test_an_unknown_vlm_type_is_refused_as_one():
 
 
 def test_a_text_only_nested_config_and_a_two_tower_model_still_resolve():
-    gemma3 = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}
-    assert model_type_of(gemma3) == "gemma3_text"
+    aria = {"model_type": "aria", "text_config": {"model_type": "aria_text"}}
+    assert model_type_of(aria) == "aria_text"
     assert model_type_of(AutoConfig.for_model("clip").to_dict()) == "clip"

@@ -185,6 +185,11 @@ class TransformersSeq2Seq:
         return ids[:, 1:].tolist(), float("nan")
 
 
+# VLM types whose checkpoints transformers 5.24 loads back only through the head that wraps
+# the VLM (its `.model`): ShieldGemma 2's keys sit one `model.` deeper than Gemma 3's
+WRAPPED_VLMS = {"shieldgemma2": "ShieldGemma2ForImageClassification"}
+
+
 class TransformersVisionLanguage:
     """A vision-language model fed the package's image inputs (by the vision graph's names) and
     a prompt holding the image tokens: the same `run` and `greedy` as
@@ -203,10 +208,14 @@ class TransformersVisionLanguage:
 
         from converter.registry import family_for
 
-        model = transformers.AutoModelForImageTextToText.from_pretrained(
-            folder, dtype=torch.float32, attn_implementation="eager"
-        )
-        family = family_for(model.config.model_type)
+        config = transformers.AutoConfig.from_pretrained(folder)
+        options = {"dtype": torch.float32, "attn_implementation": "eager"}
+        wrapper = WRAPPED_VLMS.get(config.model_type)
+        if wrapper is None:
+            model = transformers.AutoModelForImageTextToText.from_pretrained(folder, **options)
+        else:
+            model = getattr(transformers, wrapper).from_pretrained(folder, **options).model
+        family = family_for(config.model_type)
         return cls(model.eval(), family.model_class.token_types)
 
     def image_features(self, image: dict[str, np.ndarray]) -> np.ndarray:
