@@ -337,11 +337,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         ),
     ),
     "unlimited_ocr": ("vlm", OCR_SAM.format("DeepSeek-OCR's")),
-    "video_llama_3": (
-        "vlm",
-        "a SigLIP-style tower with 2-D rotary over variable-size images and video frames, "
-        "into Qwen2: not built yet",
-    ),
     "vision-encoder-decoder": (
         "seq2seq",
         ENCODER_DECODER.format("any vision encoder with any text decoder, e.g. TrOCR, Donut"),

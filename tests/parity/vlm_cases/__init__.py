@@ -11,7 +11,8 @@ class VlmCase:
     """A tiny config (`model_type`, `text_config`, `vision_config`, ...) for transformers'
     `model_class`, saved with random weights; `inputs` names the images and prompt of
     tests/parity/vlm_reference.py's INPUTS ("pixels": fixed-size images; "patches": Qwen-VL's
-    flattened patches of two grids; "sized": two images of different sizes padded into one
+    flattened patches of two grids; "merged_patches": VideoLLaMA 3's patches of three grids and
+    merge sizes; "sized": two images of different sizes padded into one
     batch, with image_sizes); `overrides` are config attributes set after construction."""
 
     config: dict
