@@ -266,8 +266,11 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "paddleocr_vl": (
         "vlm",
-        "a NaViT-style SigLIP tower with 2-D rotary and a projector into ERNIE 4.5 with 3-D "
-        "positions: not built yet",
+        "a NaViT-style SigLIP tower with 2-D rotary (VideoLLaMA 3's encoder layers) whose "
+        "learned position grid is resampled bilinearly without aligned corners (Qwen3-VL's "
+        "aligns them), a projector merging raster-ordered 2x2 blocks, into ERNIE 4.5's decoder "
+        "with Qwen2-VL's 3-D rope rotating halves (ERNIE 4.5 rotates interleaved pairs): not "
+        "built yet",
     ),
     "paligemma": (
         "vlm",
