@@ -261,8 +261,11 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "paddleocr_vl": (
         "vlm",
-        "a NaViT-style SigLIP tower with 2-D rotary and a projector into ERNIE 4.5 with 3-D "
-        "positions: not built yet",
+        "a NaViT-style SigLIP tower with 2-D rotary (VideoLLaMA 3's encoder layers) whose "
+        "learned position grid is resampled bilinearly without aligned corners (Qwen3-VL's "
+        "aligns them), a projector merging raster-ordered 2x2 blocks, into ERNIE 4.5's decoder "
+        "with Qwen2-VL's 3-D rope rotating halves (ERNIE 4.5 rotates interleaved pairs): not "
+        "built yet",
     ),
     "perception_lm": (
         "vlm",
@@ -323,11 +326,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         ),
     ),
     "unlimited_ocr": ("vlm", OCR_SAM.format("DeepSeek-OCR's")),
-    "video_llama_3": (
-        "vlm",
-        "a SigLIP-style tower with 2-D rotary over variable-size images and video frames, "
-        "into Qwen2: not built yet",
-    ),
     "vision-encoder-decoder": (
         "seq2seq",
         ENCODER_DECODER.format("any vision encoder with any text decoder, e.g. TrOCR, Donut"),

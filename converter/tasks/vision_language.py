@@ -6,6 +6,8 @@ the names its genai_config.json declares.
                     "pixels"   pixel_values [num_images, channels, height, width]
                     "patches"  pixel_values [num_patches, patch_width] (the processor's
                                flattened patches), image_grid_thw (int64) [num_images, 3]
+                    "merged_patches"  the same and image_merge_sizes (int64) [num_images]
+                               (each image's merge block side: VideoLLaMA 3)
                     "tiles"    pixel_values [batch_size, num_tiles, channels, height, width]
                                (Idefics 3's image splits; all-zero tiles pad the list),
                                pixel_attention_mask (int64) [batch_size, num_tiles, height,
@@ -51,6 +53,13 @@ class PatchInputs(ImageInputs):
     """Qwen-VL's flattened patches and each image's (temporal, height, width) patch grid."""
 
     image_grid_thw: ir.Value | None = None
+
+
+@dataclass
+class MergedPatchInputs(PatchInputs):
+    """Flattened patches whose merge block side is each image's own."""
+
+    merge_sizes: ir.Value | None = None
 
 
 @dataclass
@@ -125,6 +134,14 @@ def image_inputs(builder, layout: str, vision, dtype: ir.DataType):
         grid = builder.input("image_grid_thw", ir.DataType.INT64, ["num_images", 3])
         names = {"pixel_values": "pixel_values", "image_grid_thw": "image_grid_thw"}
         return PatchInputs(_cast(op, pixels, dtype), image_grid_thw=grid), names
+    if layout == "merged_patches":
+        image, names = image_inputs(builder, "patches", vision, dtype)
+        merge = builder.input("image_merge_sizes", ir.DataType.INT64, ["num_images"])
+        names["image_merge_sizes"] = "image_merge_sizes"
+        merged = MergedPatchInputs(
+            image.pixel_values, image_grid_thw=image.image_grid_thw, merge_sizes=merge
+        )
+        return merged, names
     if layout == "tiles":
         side, tiles = vision.image_size, ["batch_size", "num_tiles"]
         pixels = builder.input("pixel_values", FLOAT, [*tiles, vision.num_channels, side, side])

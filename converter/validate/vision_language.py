@@ -55,12 +55,16 @@ def probe_image(session, config: dict) -> dict[str, np.ndarray]:
         if "pixel_attention_mask" in inputs:
             image["pixel_attention_mask"] = np.ones(dims[:2] + dims[3:], dtype=np.int64)
         return image
-    side = 2 * config["vision_config"]["spatial_merge_size"]
+    merged = "image_merge_sizes" in inputs  # VideoLLaMA 3: an image at its merge size, 1
+    side = 2 if merged else 2 * config["vision_config"]["spatial_merge_size"]
     width = inputs["pixel_values"].shape[-1]
-    return {
+    image = {
         "pixel_values": rng.standard_normal((side * side, width)).astype(np.float32),
         "image_grid_thw": np.array([[1, side, side]], dtype=np.int64),
     }
+    if merged:
+        image["image_merge_sizes"] = np.array([1], dtype=np.int64)
+    return image
 
 
 def probe(package: Path, provider: str, reference, report: ValidationReport, steps: int) -> None:

@@ -110,6 +110,30 @@ def patch_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray]
     return image, np.array([ids + list(_text(model, AFTER, rng))])
 
 
+# (frames, rows, columns) of patches and merge block side of three VideoLLaMA 3 images: an
+# image as its processor makes them (merge 1), frames of video (merge 2), an odd merge (3)
+MERGED_GRIDS = [((1, 4, 6), 1), ((2, 4, 4), 2), ((1, 3, 6), 3)]
+
+
+def merged_patch_inputs(
+    model, rng: np.random.Generator
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Three images of different grids and merge sizes, flattened into patches, in one
+    prompt."""
+    config, vision = model.config, model.config.vision_config
+    width = vision.num_channels * vision.patch_size**2
+    patches = sum(t * h * w for (t, h, w), _ in MERGED_GRIDS)
+    image = {
+        "pixel_values": rng.standard_normal((patches, width)).astype(np.float32),
+        "image_grid_thw": np.array([grid for grid, _ in MERGED_GRIDS], dtype=np.int64),
+        "image_merge_sizes": np.array([m for _, m in MERGED_GRIDS], dtype=np.int64),
+    }
+    ids = list(_text(model, BEFORE, rng))
+    for (t, h, w), m in MERGED_GRIDS:
+        ids += [config.image_token_id] * (t * h * w // m**2) + list(_text(model, 2, rng))
+    return image, np.array([ids + list(_text(model, AFTER, rng))])
+
+
 def tile_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Idefics 3's processor on a batch of two prompts of one image each: a square image split
     2 x 2 and a wide one split 1 x 2 (each with its global image), so the second prompt's tile
@@ -188,6 +212,7 @@ INPUTS = {
     "pixels": pixel_inputs,
     "pixel_pairs": lambda model, rng: pixel_inputs(model, rng, per_prompt=2),
     "patches": patch_inputs,
+    "merged_patches": merged_patch_inputs,
     "tiles": tile_inputs,
     "sized": sized_inputs,
     "crops": crop_inputs,
