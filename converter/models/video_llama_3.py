@@ -25,7 +25,7 @@ from converter.components.encoder_attention import BlockAttention
 from converter.config.reader import MAX_DIM, MAX_LAYERS, ConfigReader
 from converter.config.vision_language import VisionLanguageRules
 from converter.errors import ConfigError
-from converter.execution_providers import ENCODER_MHA, SKIP_NORM
+from converter.execution_providers import ENCODER_MHA
 from converter.models.pixtral import locate
 from converter.models.qwen_vl import PatchGrid, Rotary, axial_rotary, rotate, same
 from converter.models.vision_language import VisionLanguageModel
@@ -209,12 +209,6 @@ class VisionModel(nn.Module):
         self.encoder = Encoder(cfg, dtype)
         self.post_layernorm = LayerNorm(cfg.hidden_size, cfg.layer_norm_eps, dtype)
         self.cfg, self.dtype, self.ep = cfg, dtype, ep
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        # every norm reading a residual sum but the first, whose rank (2, from pixel_values)
-        # is known and is not a skip norm's 3
-        fused = 2 * self.cfg.num_hidden_layers - 1
-        return {"skip_norms": fused if plan.has(SKIP_NORM) else 0}
 
     def forward(self, op, pixels, grid, merge):
         x = self.embeddings(op, pixels)
