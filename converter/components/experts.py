@@ -96,6 +96,23 @@ class InputMajor:
         return Assembly((name,), lambda arrays: transposed(arrays[0][:, :, half]))
 
 
+class OutputMajor:
+    """`{prefix}.{gate_up}` [E, 2I, H] (gate rows, then up) and `{prefix}.{down}` [E, H, I]:
+    experts saved as torch parameters in Linear's [out, in] layout (transformers 5's fused
+    experts, where no conversion splits them back on save)."""
+
+    def __init__(self, gate_up: str = "gate_up_proj", down: str = "down_proj"):
+        self.gate_up, self.down = gate_up, down
+
+    def weight(self, prefix: str, part: str, shape: tuple[int, int, int]) -> Assembly:
+        experts, out, inner = shape
+        if part == "down":
+            return Assembly(((f"{prefix}.{self.down}", shape),), lambda arrays: arrays[0])
+        half = slice(0, out) if part == "gate" else slice(out, 2 * out)
+        name = (f"{prefix}.{self.gate_up}", (experts, 2 * out, inner))
+        return Assembly((name,), lambda arrays: np.ascontiguousarray(arrays[0][:, half]))
+
+
 def transposed(array: np.ndarray) -> np.ndarray:
     """[E, a, b] -> [E, b, a], contiguous."""
     return np.ascontiguousarray(array.transpose(0, 2, 1))

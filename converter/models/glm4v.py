@@ -29,12 +29,14 @@ from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, RMSNorm, activation
 from converter.components.encoder_attention import BlockAttention
+from converter.components.experts import OutputMajor
 from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_VOCAB, ConfigReader
 from converter.config.vision import MAX_IMAGE_SIDE
 from converter.config.vision_language import VisionLanguageConfig, VisionLanguageRules
 from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
 from converter.models.glm import GlmRules
+from converter.models.glm4_moe import Glm4MoeBody, Glm4MoeLayer, Glm4MoeLM, SharedExpertsMoe
 from converter.models.vision_language import Holder, VisionLanguageModel
 from converter.registry import Family
 from converter.tasks.vision_language import VLM_TASK
@@ -385,10 +387,34 @@ class GlmVisionTransformer(nn.Module):
         return self.merger(op, x)
 
 
+class FusedExpertsMoe(SharedExpertsMoe):
+    layout = OutputMajor()
+
+
+class FusedExpertsLayer(Glm4MoeLayer):
+    moe_cls = FusedExpertsMoe
+
+
+class FusedExpertsBody(Glm4MoeBody):
+    layer_cls = FusedExpertsLayer
+
+
+class FusedExpertsLM(Glm4MoeLM):
+    """GLM-4.5's MoE decoder reading each layer's experts as two stacks: transformers 5 saves
+    GLM-4.6V's so (glm4v_moe_text has no conversion of its own), GLM-4.5V's one per expert."""
+
+    body_cls = FusedExpertsBody
+
+
 class Glm4vModel(VisionLanguageModel):
     image_layout = "patches"
     mrope = True
     image_prompt = "<|begin_of_image|><|image|><|end_of_image|>"
+
+    def __init__(self, cfg, dtype, ep, task: str, tensors, part: str = "decoder"):
+        super().__init__(cfg, dtype, ep, task, tensors, part)
+        if part == "decoder" and any(n.endswith(".mlp.experts.gate_up_proj") for n in tensors):
+            self.language_model = FusedExpertsLM(cfg.text, dtype, ep)
 
     def make_vision(self, cfg, dtype, ep) -> None:
         self.visual = GlmVisionTransformer(cfg.vision, dtype, ep)
