@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
+from converter.config.reader import ConfigReader
 from converter.errors import ConfigError
+from converter.registry import family_for
+from tests.parity.vlm_cases import CASES
 from tests.test_vlm_llava_like import read
 
 
@@ -55,3 +60,15 @@ def test_the_text_models_keep_transformers_fixed_biases():
 def test_settings_it_cannot_honour_are_refused_by_name(case_id, change, message):
     with pytest.raises(ConfigError, match=message):
         read(case_id, **change)
+
+
+def test_the_hub_configs_older_rope_spelling_reads_as_the_new_one():
+    """GLM-4.1V's config.json: rope_scaling with the sections, partial_rotary_factor beside."""
+    raw = copy.deepcopy(CASES["glm4v"].config)
+    text = raw["text_config"]
+    del text["rope_parameters"]
+    text["rope_scaling"] = {"type": "default", "mrope_section": [1, 1, 2]}
+    text.update(partial_rotary_factor=0.5, rope_theta=1e4)
+    older = family_for("glm4v").rules.read(ConfigReader(raw, "glm4v")).text.rope
+    assert older == read("glm4v").text.rope
+    assert older.mrope_section == (1, 1, 2) and older.interleaved and older.dim == 8
