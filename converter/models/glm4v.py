@@ -429,10 +429,12 @@ class Glm4vModel(VisionLanguageModel):
         return (*super().unused_tensors(), rf"language_model\.model\.layers\.{last}\..*")
 
 
-# transformers 5 saves `model.visual.`, `model.language_model.` and `lm_head.`
+# transformers 5 saves `model.visual.`, `model.language_model.` and `lm_head.`; the Qwen-VL
+# layout of older saves keeps the text model's own names under `model.`
 GLM4V_RENAMES = (
     (r"^model\.language_model\.", "language_model.model."),
     (r"^model\.visual\.", "visual."),
+    (r"^model\.(embed_tokens|layers|norm)\.", r"language_model.model.\1."),
     (r"^lm_head\.", "language_model.lm_head."),
 )
 TOWER = (
