@@ -115,3 +115,8 @@ def test_the_older_layout_binds_as_transformers_5s(glm4v, tmp_path):
     got = OnnxVisionLanguage(tmp_path / "out").run(image, ids, steps)
     for a, b in zip(got, want, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(("case_id", "tied"), [("glm4v", True), ("glm46v", False)])
+def test_the_text_sections_tie_counts_where_the_config_forwards_it(case_id, tied):
+    assert read(case_id, text_config={"tie_word_embeddings": True}).tie_word_embeddings is tied

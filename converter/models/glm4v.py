@@ -84,16 +84,20 @@ TEXT_FAMILIES = {
 
 
 class Glm4vRules(VisionLanguageRules):
-    text_type = "glm4v_text"
-    tie_from_text = True  # the config's __post_init__ honours the text section's tie
+    """`text_types`: the text models the family reads (the first when text_config names none);
+    `tie_from_text`: whether its config forwards the text section's tie (Glm4vConfig's
+    __post_init__ does, GLM-4.6V's config does not)."""
+
     ocr = False
 
     def __init__(
         self,
-        text_types: tuple[str, ...] = ("glm4v_text", "glm4v_moe_text"),
+        text_types: tuple[str, ...],
         vision_type: str = "glm4v_vision",
+        tie_from_text: bool = True,
     ):
         self.text_types, self.vision_type = text_types, vision_type
+        self.text_type, self.tie_from_text = text_types[0], tie_from_text
 
     @property
     def nested_types(self) -> tuple[str, ...]:
@@ -457,6 +461,7 @@ def _family(name: str, about: str, examples: tuple[str, ...], rules: Glm4vRules)
     )
 
 
+GLM46V_TEXT = ("glm4v_text", "glm4v_moe_text")  # transformers builds either by its type
 FAMILIES = [
     _family(
         "glm4v",
@@ -474,13 +479,13 @@ FAMILIES = [
         "glm46v",
         "GLM-4V's tower and text models (GLM-4 or GLM-4.5's MoE by the text section's type)",
         ("zai-org/GLM-4.6V",),
-        Glm4vRules(),
+        Glm4vRules(GLM46V_TEXT, tie_from_text=False),
     ),
     _family(
         "glmga",
         "GLM-4.6V's layout under its own name",
         (),
-        Glm4vRules(),
+        Glm4vRules(GLM46V_TEXT, tie_from_text=False),
     ),
     _family(
         "glm_ocr",
