@@ -31,12 +31,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "multi-channel embedding, delay-pattern generation) that outputs audio codes for a "
         "DAC codec, with no text logits to generate",
     ),
-    "encoder-decoder": (
-        "seq2seq",
-        "EncoderDecoderModel composes any registered encoder with any causal decoder given "
-        "cross-attention (encoder and decoder configs nested in one file): composed pairs are "
-        "not built yet",
-    ),
     "fun_asr_nano": (
         "speech",
         AUDIO_LM.format("a Qwen-style LM behind an FSMN-memory (SAN-M) audio encoder"),
@@ -116,11 +110,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "speech",
         "SpeechT5's speech-to-text head: a speech pre-net (wav2vec2-like feature encoder), "
         "relative position biases in the encoder and its own text post-net: not built yet",
-    ),
-    "t5gemma": (
-        "seq2seq",
-        "Gemma 2 layers as encoder and decoder (rotary positions, soft-capped logits, "
-        "sliding windows) with cross-attention: not built yet",
     ),
     "t5gemma2": (
         "seq2seq",

@@ -60,11 +60,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         "a ViT with a patch merger into its own text model (cosmos3_edge_text): not built yet",
     ),
-    "cosmos3_omni": (
-        "vlm",
-        "Qwen3-VL's layout (DeepStack features added into the first decoder layers, interleaved "
-        "3-D positions): the qwen3_vl family is not built yet",
-    ),
     "deepseek_ocr2": ("vlm", OCR_SAM.format("with a second rotary ViT, into a DeepSeek MoE")),
     "deepseek_vl_hybrid": (
         "vlm",
@@ -107,11 +102,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "no vision tower: image patches are linearly projected straight into a Persimmon "
         "decoder, with newline tokens between patch rows; the patch embedding component is not "
         "built yet",
-    ),
-    "gemma3": (
-        "vlm",
-        "SigLIP tower, average pooling to mm_tokens_per_image, Gemma 3's soft-token projector, "
-        "and bidirectional attention among an image's tokens in the decoder: not built yet",
     ),
     "gemma3n": (
         "vlm",
@@ -210,31 +200,10 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         "its own vision tower with short convolutions into LFM3: not built yet",
     ),
-    "lighton_ocr": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "a Pixtral tower (2-D rotary, variable size) and a patch merger into Qwen3"
-        ),
-    ),
     "llama4": (
         "vlm",
         "an unfold-convolution ViT with 2-D rotary and a pixel-shuffle MLP into Llama 4's MoE "
         "decoder (chunked attention, no-rope layers): not built yet",
-    ),
-    "llava_next": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "AnyRes tiling: per-tile features unpadded to the image's aspect and "
-            "an image_newline token per row"
-        ),
-    ),
-    "llava_next_video": (
-        "vlm",
-        LLAVA_LIKE.format("AnyRes tiling and pooled video frames"),
-    ),
-    "llava_onevision": (
-        "vlm",
-        LLAVA_LIKE.format("AnyRes-max tiling, a SigLIP tower and image_newline tokens"),
     ),
     "minicpm_ocr": ("vlm", MINICPM.format("MiniCPM OCR")),
     "minicpmv4_6": ("vlm", MINICPM.format("MiniCPM-V 4.6")),
@@ -242,13 +211,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     "minimax_m3_vl": (
         "vlm",
         "a vision tower into MiniMax M3's sparse-attention MoE decoder: not built yet",
-    ),
-    "mistral3": (
-        "vlm",
-        LLAVA_LIKE.format(
-            "a Pixtral tower (2-D rotary, variable image size, block-diagonal "
-            "attention) and a spatial patch merger"
-        ),
     ),
     "mistral4": (
         "vlm",
@@ -292,11 +254,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "a NaViT-style SigLIP tower with 2-D rotary and a projector into ERNIE 4.5 with 3-D "
         "positions: not built yet",
     ),
-    "paligemma": (
-        "vlm",
-        "a SigLIP tower and a linear projector into Gemma, with a bidirectional prefix (image "
-        "and prompt) in the decoder's mask: not built yet",
-    ),
     "perception_lm": (
         "vlm",
         "LLaVA's projector into Llama, but its tower is timm's Perception Encoder (through "
@@ -325,13 +282,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "fused attn.qkv, ls1/ls2, mlp1.0/1/3), whose q/k/v split and renames are not built yet",
     ),
     "qwen2_5_omni_thinker": ("vlm", OMNI.format("Qwen2.5-Omni's thinker")),
-    "qwen2_vl": (
-        "vlm",
-        QWEN_VL_LIKE.format(
-            "full attention in every vision block, LayerNorm and a GELU MLP, "
-            "3-D rotary positions in the decoder"
-        ),
-    ),
     "qwen3_5": (
         "vlm",
         "Qwen3-VL's vision tower into Qwen3.5's gated delta-net hybrid decoder, whose recurrent "
@@ -343,25 +293,10 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "state the decoder graph does not carry yet",
     ),
     "qwen3_omni_moe_thinker": ("vlm", OMNI.format("Qwen3-Omni's MoE thinker")),
-    "qwen3_vl": (
-        "vlm",
-        QWEN_VL_LIKE.format(
-            "learned positions interpolated per image, DeepStack features "
-            "added to the first decoder layers' hidden states and interleaved 3-D rotary"
-        ),
-    ),
-    "qwen3_vl_moe": (
-        "vlm",
-        QWEN_VL_LIKE.format("DeepStack features and Qwen3's MoE decoder"),
-    ),
     "qwen4_exp": (
         "vlm",
         "a vision tower into a gated delta-net MoE decoder with n-gram embeddings and an "
         "indexer: not built yet",
-    ),
-    "shieldgemma2": (
-        "vlm",
-        "Gemma 3's VLM layout used as an image safety classifier: follows gemma3, not built yet",
     ),
     "step3p7": (
         "vlm",

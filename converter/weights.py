@@ -260,14 +260,23 @@ def _tensor_ref(path: Path, name: str, entry: object, data_start: int, data_size
 
 
 @dataclass(frozen=True)
+class EitherShape:
+    """A checkpoint tensor saved in one of several layouts told apart by shape (the first
+    where several fit); the assembly's `build` sees which by its array's shape."""
+
+    shapes: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
 class Assembly:
     """A parameter made from several checkpoint tensors when the package is written (experts
     stacked into one tensor, gate and up rows interleaved). `parts` names each tensor with the
-    shape it must have; `build` gets their arrays, in the checkpoint dtype, in that order.
+    shape it must have (or an EitherShape); `build` gets their arrays, in the checkpoint dtype,
+    in that order.
     `dtypes`: safetensors dtypes besides floating point its parts may have (the packed bytes
     and exponents of MXFP4 experts are U8), which `build` turns into floats."""
 
-    parts: tuple[tuple[str, tuple[int, ...]], ...]
+    parts: tuple[tuple[str, tuple[int, ...] | EitherShape], ...]
     build: Callable[[list[np.ndarray]], np.ndarray]
     dtypes: frozenset[str] = frozenset()
 
@@ -314,9 +323,11 @@ def bind(
         if ref is None:
             missing.append(name)
             return None
-        if ref.shape != shape:
+        wanted = shape.shapes if isinstance(shape, EitherShape) else (shape,)
+        if ref.shape not in wanted:
+            expected = " or ".join(str(list(w)) for w in wanted)
             raise WeightsError(
-                f"tensor '{ref.name}' has shape {list(ref.shape)}, the model expects {list(shape)}"
+                f"tensor '{ref.name}' has shape {list(ref.shape)}, the model expects {expected}"
             )
         if ref.dtype not in _FLOATS | dtypes:
             raise WeightsError(f"tensor '{ref.name}' is {ref.dtype}, expected floating point")

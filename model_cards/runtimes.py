@@ -38,13 +38,22 @@ OPTIMUM_REFUSES = {
     "decoder's `num_attention_heads` from it",
 }
 # Types Optimum runs only for some checkpoints: it sizes the first step's empty cache as
-# hidden_size / num_attention_heads, which T5's layout need not keep (its own d_kv).
+# num_attention_heads of hidden_size / num_attention_heads, which T5's layout need not keep
+# (its own d_kv), nor T5Gemma's (grouped key/value heads, its own head_dim).
 _T5_HEADS = (
     "Optimum runs it only where d_model = num_heads × d_kv (t5-small, t5-base; not "
     "t5-v1_1-small, flan-t5-small or mt5-small, whose first step it feeds a cache of the wrong "
     "head size)"
 )
-OPTIMUM_CAVEATS = {t: _T5_HEADS for t in ("longt5", "mt5", "switch_transformers", "t5", "umt5")}
+_GROUPED_HEADS = (
+    "Optimum runs it only where the decoder's num_key_value_heads is its num_attention_heads "
+    "and head_dim × num_attention_heads its hidden_size (not Gemma 2's grouped 2B and 9B sizes, "
+    "whose first step it feeds a cache of the wrong shape)"
+)
+OPTIMUM_CAVEATS = {
+    **{t: _T5_HEADS for t in ("longt5", "mt5", "switch_transformers", "t5", "umt5")},
+    "t5gemma": _GROUPED_HEADS,
+}
 # Types whose translation names a target language (the tokenizer's codes): M2M-100's "fr", NLLB's
 # "fra_Latn"; the first token generated is that language's token.
 TARGET_LANGUAGE = frozenset({"m2m_100"})

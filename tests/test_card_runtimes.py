@@ -15,7 +15,7 @@ from converter import build
 from converter.registry import families, scope_of
 from model_cards import runtimes
 from tests.parity.seq2seq_cases import CASES
-from tests.parity.seq2seq_reference import make_seq2seq
+from tests.parity.seq2seq_reference import make_seq2seq, source_vocab
 from tests.transformers_js import MODULES
 
 DIST = MODULES / "@huggingface" / "transformers"
@@ -40,8 +40,7 @@ def test_the_transformers_js_table_is_the_installed_dist_s(transformers_js):
 def _inputs(config: dict, speech: bool) -> dict:
     rng = np.random.default_rng(0)
     if not speech:
-        vocab = config.get("src_vocab_size", config.get("vocab_size"))
-        ids = rng.integers(3, vocab, size=(1, 7))
+        ids = rng.integers(3, source_vocab(config), size=(1, 7))
         return {"input_ids": ids.tolist(), "attention_mask": np.ones_like(ids).tolist()}
     if config["model_type"] == "whisper":
         shape = (1, config["num_mel_bins"], 2 * config["max_source_positions"])
@@ -54,7 +53,12 @@ def _inputs(config: dict, speech: bool) -> dict:
 
 
 def _head_sizes_agree(config: dict) -> bool:
-    """Whether hidden_size / num_attention_heads is the head size (T5's layout sets d_kv)."""
+    """Whether the cache holds num_attention_heads of hidden_size / num_attention_heads (T5's
+    layout sets d_kv; T5Gemma's decoder groups its key/value heads and sets head_dim)."""
+    if config["model_type"] == "t5gemma":
+        d = config["decoder"]
+        kv_heads = d["num_key_value_heads"]
+        return kv_heads == d["num_attention_heads"] and kv_heads * d["head_dim"] == d["hidden_size"]
     return "d_kv" not in config or config["d_model"] == config["num_heads"] * config["d_kv"]
 
 

@@ -2,7 +2,9 @@
 checked, as tests/test_ep_matrix.py does for the decoders (f32 parity is in
 tests/parity/test_seq2seq_parity.py). On the CPU host f16 runs against transformers in f32, and
 int8 and int4 against transformers with each quantized weight replaced by its dequantized
-value; GPU EPs are built and checked structurally."""
+value, so what is left is onnxruntime's int8 activations (MatMulInteger's, and MatMulNBits' at
+accuracy level 4, which its CPU session makes of the default graph's DequantizeLinear + MatMul);
+GPU EPs are built and checked structurally."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from converter.validate.reference import TransformersSeq2Seq
 from converter.validate.seq2seq_runtime import OnnxSeq2Seq
 from tests.parity.cases import is_base
 from tests.parity.seq2seq_cases import CASES
-from tests.parity.seq2seq_reference import INPUTS, decoder_ids, make_seq2seq
+from tests.parity.seq2seq_reference import case_inputs, make_seq2seq
 from tests.quantized_reference import dequantized_copy, int8_dequantized_copy
 from tests.test_ep_matrix import BOUNDS, QUANTIZED_OP
 
@@ -33,8 +35,7 @@ def family(request, tmp_path_factory):
     case = CASES[request.param]
     folder = tmp_path_factory.mktemp(request.param)
     model = make_seq2seq(request.param, case, folder / "hf")
-    feeds = INPUTS[case.inputs](case.config)
-    ids = decoder_ids(model)
+    feeds, ids = case_inputs(request.param, case, model)
     references = {
         dtype: np.concatenate(TransformersSeq2Seq(copy).run(feeds, ids, FIRST), axis=1)
         for dtype, copy in (
@@ -96,9 +97,12 @@ def test_default_graphs_are_portable(family):
 @pytest.mark.parametrize("dtype", ["int8", "int4"])
 def test_cpu_fusions_are_counted_and_recorded(family, dtype):
     package = _build(family[0], "cpu", dtype)
-    fusions = json.loads((package / "mobius.json").read_text())["lowering"]["fusions"]
+    lowering = json.loads((package / "mobius.json").read_text())["lowering"]
+    fusions = lowering["fusions"]
     ops = [n.op_type for graph in _graphs(package) for n in onnx.load(graph).graph.node]
-    assert ops.count("MultiHeadAttention") == fusions[ENCODER_MHA] > 0
+    assert ops.count("MultiHeadAttention") == fusions.get(ENCODER_MHA, 0)
+    if not fusions.get(ENCODER_MHA):  # only where the model records why (T5Gemma's softcap)
+        assert lowering["fallbacks"]
     assert ops.count(QUANTIZED_OP[dtype]) == fusions[f"{dtype}_matmuls"] > 0
     skip_norms = ops.count("SkipLayerNormalization") + ops.count("SkipSimplifiedLayerNormalization")
     assert skip_norms == fusions["skip_norms"] > 0  # (Simplified: RMS norms, T5's)

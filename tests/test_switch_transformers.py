@@ -13,7 +13,7 @@ from converter.models.switch_transformers import is_sparse
 from converter.validate.seq2seq_runtime import OnnxSeq2Seq
 from tests.parity.seq2seq_cases import Seq2SeqCase
 from tests.parity.seq2seq_cases.t5 import SWITCH
-from tests.parity.seq2seq_reference import make_seq2seq, text_inputs
+from tests.parity.seq2seq_reference import case_rng, make_seq2seq, text_inputs
 
 
 @pytest.mark.parametrize(("layers", "sparse"), [(2, 1), (4, 2), (6, 3), (12, 3), (3, 0), (1, 1)])
@@ -30,7 +30,7 @@ def test_sparse_layers_are_the_ones_transformers_picks(layers, sparse):
 def test_tokens_beyond_expert_capacity_skip_the_experts(tmp_path, ep):
     config = {**SWITCH, "expert_capacity": 2}  # 9 tokens, 4 experts: some expert overflows
     model = make_seq2seq("switch-capacity", Seq2SeqCase(config), tmp_path / "hf")
-    feeds = text_inputs(config)
+    feeds = text_inputs(config, case_rng("switch-capacity"))
     tensors = {name: torch.from_numpy(value) for name, value in feeds.items()}
     with torch.no_grad():
         encoded = model.get_encoder()(**tensors).last_hidden_state.numpy()

@@ -14,7 +14,7 @@ import transformers
 from converter import build
 from converter.validate.seq2seq_runtime import OnnxSeq2Seq
 from tests.parity.seq2seq_cases import CASES
-from tests.parity.seq2seq_reference import decoder_ids, make_seq2seq, reference, text_inputs
+from tests.parity.seq2seq_reference import case_inputs, make_seq2seq, reference
 
 
 def _rewrite(folder, own_tables: bool, keep_shared: bool) -> None:
@@ -38,7 +38,7 @@ def test_stacks_read_their_own_tables(tmp_path, own_tables, keep_shared):
     make_seq2seq("t5:v1.1", case, tmp_path / "hf")  # (transformers 5 saves shared.weight only)
     _rewrite(tmp_path / "hf", own_tables, keep_shared)
     model = transformers.AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "hf").eval()
-    feeds, ids = text_inputs(case.config), decoder_ids(model)
+    feeds, ids = case_inputs("t5:v1.1", case, model)
     encoded, logits = reference(model, feeds, ids)
     build(str(tmp_path / "hf"), ep="cpu", progress=False).save(tmp_path / "onnx", progress=False)
     runtime = OnnxSeq2Seq(tmp_path / "onnx")

@@ -24,7 +24,17 @@ TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
 NEW_TOKENS = 8
 
 
-@pytest.fixture(scope="module", params=["llava", "qwen2_5_vl"])
+# each VLM's text model, as onnxruntime-genai names its type
+GENAI_TYPES = {
+    "llava": "llama",
+    "qwen2_5_vl": "qwen2",
+    "qwen3_vl": "qwen3",
+    "mistral3": "mistral",
+    "internvl": "qwen2",
+}
+
+
+@pytest.fixture(scope="module", params=sorted(GENAI_TYPES))
 def text_only(request, tmp_path_factory):
     """A tiny VLM and its text-only export (through the CLI) on the cpu EP."""
     folder = tmp_path_factory.mktemp(request.param)
@@ -32,18 +42,18 @@ def text_only(request, tmp_path_factory):
     save_side_files(folder / "hf")  # a byte-level tokenizer: genai needs one to load
     argv = ["build", "--model", str(folder / "hf"), "--output", str(folder / "text")]
     assert main([*argv, "--ep", "cpu", "--features", "text-only", "--no-progress"]) == 0
-    return model, folder
+    return request.param, model, folder
 
 
 def test_the_package_is_a_plain_llm_of_the_text_model(text_only):
-    model, folder = text_only
+    case, model, folder = text_only
     manifest = json.loads((folder / "text" / "mobius.json").read_text())
     assert manifest["features"] == ["text-only"]
     assert manifest["task"] == "text-generation"
     assert [c["role"] for c in manifest["components"]] == ["decoder"]
     assert sorted(p.name for p in (folder / "text").glob("*.onnx")) == ["model.onnx"]
     genai = json.loads((folder / "text" / "genai_config.json").read_text())["model"]
-    assert genai["type"] in ("llama", "qwen2")
+    assert genai["type"] == GENAI_TYPES[case]
     assert "vision" not in genai and "embedding" not in genai
     config = json.loads((folder / "text" / "config.json").read_text())
     assert config["hidden_size"] == model.config.text_config.hidden_size
@@ -51,7 +61,7 @@ def test_the_package_is_a_plain_llm_of_the_text_model(text_only):
 
 
 def test_validate_matches_transformers_fed_no_image(text_only):
-    _, folder = text_only
+    _, _, folder = text_only
     report = validate(folder / "text", reference="transformers", steps=3)
     assert report.status == "passed", report.failures
     assert report.greedy_match == 1.0
@@ -59,7 +69,7 @@ def test_validate_matches_transformers_fed_no_image(text_only):
 
 
 def test_genai_generates_what_transformers_does_from_text(text_only):
-    model, folder = text_only
+    _, model, folder = text_only
     prompt = np.random.default_rng(3).integers(3, 300, size=6).tolist()
     genai = og.Model(str(folder / "text"))
     params = og.GeneratorParams(genai)

@@ -1,7 +1,7 @@
-"""Side files a tiny Qwen2.5-VL needs to run in onnxruntime-genai, made offline: a byte-level
-BPE tokenizer (one token per byte, no merges) with Qwen's vision special tokens at the ids the
-parity case's config names, and the image processor's settings at the tiny tower's patch
-size."""
+"""Side files a tiny VLM needs to run in onnxruntime-genai, made offline: a byte-level BPE
+tokenizer (one token per byte, no merges) with the family's special tokens at the ids its
+parity case's config names (Qwen's by default), and the image processor's settings at the tiny
+tower's patch size."""
 
 from __future__ import annotations
 
@@ -33,12 +33,20 @@ PREPROCESSOR = {
 }
 
 
-def save_side_files(folder: Path) -> None:
+def save_side_files(folder: Path, preprocessor: dict | None = None) -> None:
+    """`preprocessor`: settings over PREPROCESSOR's."""
+    save_tokenizer(folder, SPECIALS, "<|endoftext|>")
+    (folder / "preprocessor_config.json").write_text(
+        json.dumps({**PREPROCESSOR, **(preprocessor or {})})
+    )
+
+
+def save_tokenizer(folder: Path, specials: dict[str, int], end: str) -> None:
+    """The byte-level tokenizer with `specials` at their ids, `end` (one of them) its eos."""
     vocab = {t: i for i, t in enumerate(sorted(set(bytes_to_unicode().values())))}
     bpe = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    end = "<|endoftext|>"
     transformers.PreTrainedTokenizerFast(
         tokenizer_object=bpe, eos_token=end, pad_token=end
     ).save_pretrained(folder)
@@ -46,14 +54,13 @@ def save_side_files(folder: Path) -> None:
     data = json.loads(path.read_text())
     flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False}
     data["added_tokens"] = [
-        {"id": i, "content": t, **flags, "special": True} for t, i in SPECIALS.items()
+        {"id": i, "content": t, **flags, "special": True} for t, i in specials.items()
     ]
     path.write_text(json.dumps(data))
     path = folder / "tokenizer_config.json"
     settings = json.loads(path.read_text())
     settings["tokenizer_class"] = "Qwen2Tokenizer"
     settings["added_tokens_decoder"] = {
-        str(i): {"content": t, **flags, "special": True} for t, i in SPECIALS.items()
+        str(i): {"content": t, **flags, "special": True} for t, i in specials.items()
     }
     path.write_text(json.dumps(settings))
-    (folder / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR))

@@ -124,11 +124,24 @@ class Rotary:
 
 class StandardAttention:
     """opset-23 RotaryEmbedding + Attention over one additive mask per window size (plus the
-    ALiBi bias, per head, when the layer has one)."""
+    ALiBi bias, per head, when the layer has one); `together` and `window_bounds_together` as
+    `attention_masks` reads them."""
 
-    def __init__(self, op, dtype, tokens, attention_mask, position_ids, windows):
+    def __init__(
+        self,
+        op,
+        dtype,
+        tokens,
+        attention_mask,
+        position_ids,
+        windows,
+        together=None,
+        window_bounds_together: bool = True,
+    ):
         self.position_ids = position_ids
-        self.masks = attention_masks(op, attention_mask, tokens, windows, dtype)
+        self.masks = attention_masks(
+            op, attention_mask, tokens, windows, dtype, together, window_bounds_together
+        )
         self.rotate = Rotary(dtype, position_ids)
         self.dtype, self.attention_mask = dtype, attention_mask
         self.biased: dict[tuple, object] = {}

@@ -101,5 +101,9 @@ class BlockAttention:
 
     def __call__(self, op, q, k, v, heads: int, scale: float):
         if self.fused is not None:
-            return self.fused(op, q, k, v, heads, scale, bias=self.mask)
+            out = self.fused(op, q, k, v, heads, scale, bias=self.mask)
+            # a contrib op's output gets no inferred shape: give it q's, as Attention's has,
+            # so the passes after it see the same graph on every EP
+            out.shape, out.type = q.shape, q.type
+            return out
         return op.Attention(q, k, v, self.mask, q_num_heads=heads, kv_num_heads=heads, scale=scale)

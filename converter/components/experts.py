@@ -20,7 +20,7 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components.activations import activation
-from converter.weights import Assembly
+from converter.weights import Assembly, EitherShape
 
 
 class PerExpert:
@@ -96,21 +96,29 @@ class InputMajor:
         return Assembly((name,), lambda arrays: transposed(arrays[0][:, :, half]))
 
 
-class OutputMajor:
-    """`{prefix}.{gate_up}` [E, 2I, H] (gate rows, then up) and `{prefix}.{down}` [E, H, I]:
-    experts saved as torch parameters in Linear's [out, in] layout (transformers 5's fused
-    experts, where no conversion splits them back on save)."""
+class EitherMajor:
+    """`{prefix}.{gate_up}` and `{prefix}.{down}` stacked either output-major ([E, 2I, H], gate
+    rows then up, and [E, H, I]: what transformers 5's save_pretrained writes of Qwen3-VL-MoE)
+    or input-major ([E, H, 2I] and [E, I, H]: the Hub's checkpoints), told apart by shape as
+    transformers tells them (output-major where both fit)."""
 
-    def __init__(self, gate_up: str = "gate_up_proj", down: str = "down_proj"):
+    def __init__(self, gate_up: str, down: str):
         self.gate_up, self.down = gate_up, down
 
     def weight(self, prefix: str, part: str, shape: tuple[int, int, int]) -> Assembly:
         experts, out, inner = shape
         if part == "down":
-            return Assembly(((f"{prefix}.{self.down}", shape),), lambda arrays: arrays[0])
-        half = slice(0, out) if part == "gate" else slice(out, 2 * out)
-        name = (f"{prefix}.{self.gate_up}", (experts, 2 * out, inner))
-        return Assembly((name,), lambda arrays: np.ascontiguousarray(arrays[0][:, half]))
+            own = (experts, out, inner)
+            name = (f"{prefix}.{self.down}", EitherShape((own, (experts, inner, out))))
+            return Assembly((name,), lambda arrays: _output_major(arrays[0], own))
+        rows = slice(0, out) if part == "gate" else slice(out, 2 * out)
+        own = (experts, 2 * out, inner)
+        name = (f"{prefix}.{self.gate_up}", EitherShape((own, (experts, inner, 2 * out))))
+        return Assembly((name,), lambda arrays: _output_major(arrays[0], own)[:, rows])
+
+
+def _output_major(array: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
+    return array if array.shape == shape else transposed(array)
 
 
 def transposed(array: np.ndarray) -> np.ndarray:

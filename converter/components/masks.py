@@ -18,9 +18,20 @@ _MASKED = {
 }
 
 
-def attention_masks(op, attention_mask, tokens, windows, dtype: ir.DataType) -> dict:
+def attention_masks(
+    op,
+    attention_mask,
+    tokens,
+    windows,
+    dtype: ir.DataType,
+    together=None,
+    window_bounds_together: bool = True,
+) -> dict:
     """{window: mask [batch, 1, sequence, total_sequence]} for each window (None = full);
-    `tokens` (ids or embeddings, sequence on axis 1) gives the new sequence length."""
+    `tokens` (ids or embeddings, sequence on axis 1) gives the new sequence length.
+    `together` (bool, broadcast to [batch, 1, sequence, total_sequence]): the pairs that may
+    attend each other whatever their order (a VLM's image or prefix block), bounded by a
+    sliding window too unless `window_bounds_together` is False; padding applies to all."""
     total = op.Shape(attention_mask, start=1, end=2)
     seq = op.Shape(tokens, start=1, end=2)
     past = op.Sub(total, seq)
@@ -28,12 +39,16 @@ def attention_masks(op, attention_mask, tokens, windows, dtype: ir.DataType) -> 
     queries = op.Unsqueeze(op.Range(op.Squeeze(past), op.Squeeze(total), 1), [1])  # [S, 1]
     distance = op.Sub(queries, keys)  # [S, T]: query index - key index
     causal = op.GreaterOrEqual(distance, 0)
+    if together is not None and window_bounds_together:
+        causal = op.Or(causal, together)
     padding = op.Unsqueeze(op.Cast(attention_mask, to=ir.DataType.BOOL), [1, 2])  # [B,1,1,T]
     zero = op.Constant(value=ir.tensor(0.0, dtype=dtype))
     masked = op.Constant(value=ir.tensor(_MASKED[dtype], dtype=dtype))
     masks = {}
     for window in windows:
         allowed = causal if window is None else op.And(causal, op.Less(distance, window))
+        if together is not None and not window_bounds_together:
+            allowed = op.Or(allowed, together)
         masks[window] = op.Where(op.And(allowed, padding), zero, masked)
     return masks
 

@@ -40,11 +40,7 @@ def rotary_cos_sin(op, position_ids, rope: Rope, dtype: ir.DataType):
     seq_len = op.Add(op.ReduceMax(positions, keepdims=0), 1.0)
     freqs = op.Mul(op.Unsqueeze(positions, [-1]), _inverse_frequencies(op, rope, seq_len))
     if rope.mrope_section is not None:
-        sections = op.Split(
-            freqs, list(rope.mrope_section), axis=-1, _outputs=len(rope.mrope_section)
-        )
-        rows = [op.Gather(s, i % 3, axis=0) for i, s in enumerate(sections)]
-        freqs = op.Concat(*rows, axis=-1)
+        freqs = _mrope_rows(op, freqs, rope)
     cos, sin = op.Cos(freqs), op.Sin(freqs)
     if rope.reverse:
         sin = op.Neg(sin)
@@ -54,3 +50,19 @@ def rotary_cos_sin(op, position_ids, rope: Rope, dtype: ir.DataType):
     if dtype != ir.DataType.FLOAT:
         cos, sin = op.Cast(cos, to=dtype), op.Cast(sin, to=dtype)
     return cos, sin
+
+
+def _mrope_rows(op, freqs, rope: Rope):
+    """[3, batch, sequence, dim / 2] -> [batch, sequence, dim / 2]: each frequency from the
+    position row its section (or, interleaved, its place) assigns it."""
+    sections = rope.mrope_section
+    if not rope.mrope_interleaved:
+        parts = op.Split(freqs, list(sections), axis=-1, _outputs=len(sections))
+        return op.Concat(*[op.Gather(s, i % 3, axis=0) for i, s in enumerate(parts)], axis=-1)
+    half = sum(sections)
+    row = np.zeros(half, dtype=np.int64)
+    for axis in (1, 2):
+        row[axis : min(3 * sections[axis], half) : 3] = axis
+    time, height, width = (op.Gather(freqs, i, axis=0) for i in range(3))
+    picked = op.Where(op.Constant(value=ir.tensor(row == 2)), width, time)
+    return op.Where(op.Constant(value=ir.tensor(row == 1)), height, picked)

@@ -48,6 +48,9 @@ class Rope:
     # multimodal rope (Qwen2-VL): the frequencies split in sections, section i rotated by the
     # positions of row i % 3 of position_ids [3, batch, sequence]
     mrope_section: tuple[int, ...] | None = None
+    # Qwen3-VL's interleaved layout: frequency i takes row 1 (height) or 2 (width) where
+    # i % 3 says so within the first 3 x section frequencies of that row, else row 0 (time)
+    mrope_interleaved: bool = False
     # how pairs rotate: (i, i + dim/2) or, interleaved, (2i, 2i + 1) (GPT-J, ERNIE 4.5)
     interleaved: bool = False
     reverse: bool = False  # rotates by minus the angle (NanoChat's rotate_half flips signs)

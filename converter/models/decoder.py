@@ -152,13 +152,24 @@ class DecoderBody(nn.Module):
     def embed(self, op, inputs: DecoderInputs):
         return self.embedding(op, inputs.tokens, inputs.embedded)
 
+    def after_layer(self, op, index: int, x):
+        """The hidden states after layer `index`, as the next layer reads them."""
+        return x
+
+    def make_kernel(self, op, inputs: DecoderInputs):
+        """The attention kernel of one graph (a family whose masks read more overrides it)."""
+        return self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
+
     def forward(self, op, inputs: DecoderInputs):
         x = self.embed(op, inputs)
-        kernel = self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
+        kernel = self.make_kernel(op, inputs)
         presents = []
         layers = getattr(self, self.layers_name)
-        for layer, (past_key, past_value) in zip(layers, inputs.past, strict=True):
+        for index, (layer, (past_key, past_value)) in enumerate(
+            zip(layers, inputs.past, strict=True)
+        ):
             x, key, value = layer(op, x, kernel, past_key, past_value)
+            x = self.after_layer(op, index, x)
             presents.append((key, value))
         final_norm = getattr(self, self.final_norm_name)
         return (x if final_norm is None else final_norm(op, x)), presents

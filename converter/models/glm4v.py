@@ -23,13 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import numpy as np
 import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, RMSNorm, activation
 from converter.components.encoder_attention import BlockAttention
-from converter.components.experts import OutputMajor
+from converter.components.experts import EitherMajor
 from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_VOCAB, ConfigReader
 from converter.config.vision import MAX_IMAGE_SIDE
 from converter.config.vision_language import VisionLanguageConfig, VisionLanguageRules
@@ -37,11 +36,12 @@ from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
 from converter.models.glm import GlmRules
 from converter.models.glm4_moe import Glm4MoeBody, Glm4MoeLayer, Glm4MoeLM, SharedExpertsMoe
+from converter.models.qwen_vl import PatchEmbed, Rotary, axial_rotary, patch_grid, rotate, same
 from converter.models.vision_language import Holder, VisionLanguageModel
 from converter.registry import Family
 from converter.tasks.vision_language import VLM_TASK
 
-INT64, FLOAT = ir.DataType.INT64, ir.DataType.FLOAT
+FLOAT = ir.DataType.FLOAT
 MERGER_NORM_EPS = 1e-5  # the merger's LayerNorm keeps torch's default
 
 
@@ -171,79 +171,25 @@ class GlmOcrRules(Glm4vRules):
 class PatchPlaces:
     """What the graph computes once from the grids for every block."""
 
-    cos: ir.Value  # [patches, 1, head_dim] float32
-    sin: ir.Value
+    rotary: Rotary
     keep: ir.Value  # [patches, patches] bool: the same image's same frame
     grid_x: ir.Value  # [patches] float32: the patch's centre in its image, in [-1, 1]
     grid_y: ir.Value
 
 
 def patch_places(op, grid, patches: ir.Value, cfg: GlmVisionConfig) -> PatchPlaces:
-    m = cfg.spatial_merge_size
-    t, h, w = (op.Gather(grid, i, axis=1) for i in range(3))
-    area = op.Mul(h, w)
-    sizes = op.Mul(t, area)
-    ends = op.CumSum(sizes, 0)
-    index = op.Range(0, op.Squeeze(op.Shape(patches, start=0, end=1), [0]), 1)
-    image = op.ReduceSum(
-        op.Cast(op.GreaterOrEqual(op.Unsqueeze(index, [1]), op.Unsqueeze(ends, [0])), to=INT64),
-        [1],
-        keepdims=0,
-    )
-    within = op.Sub(index, op.Gather(op.Sub(ends, sizes), image))
-    area, height, width = op.Gather(area, image), op.Gather(h, image), op.Gather(w, image)
-    frame = op.Div(within, area)
-    rest = op.Mod(within, area)
-    block_row = op.Div(rest, op.Mul(width, m))
-    block_col = op.Mod(op.Div(rest, m * m), op.Div(width, m))
-    row = op.Add(op.Mul(block_row, m), op.Mod(op.Div(rest, m), m))
-    col = op.Add(op.Mul(block_col, m), op.Mod(rest, m))
-
-    def same(value):
-        return op.Equal(op.Unsqueeze(value, [1]), op.Unsqueeze(value, [0]))
-
-    quarter = cfg.head_dim // 4
-    inv = 1.0 / cfg.rope_theta ** (np.arange(0, 2 * quarter, 2, dtype=np.float32) / (2 * quarter))
-    inv = op.Constant(value=ir.tensor(inv.astype(np.float32)))
-
-    def floats(value):
-        return op.Cast(value, to=FLOAT)
-
-    def angles(position):
-        return op.Mul(op.Unsqueeze(floats(position), [1]), inv)
+    places = patch_grid(op, grid, patches, cfg.spatial_merge_size)
 
     def centre(position, size):
-        return op.Sub(op.Mul(op.Div(op.Add(floats(position), 0.5), floats(size)), 2.0), 1.0)
+        ratio = op.Div(op.Add(op.Cast(position, to=FLOAT), 0.5), op.Cast(size, to=FLOAT))
+        return op.Sub(op.Mul(ratio, 2.0), 1.0)
 
-    half = op.Concat(angles(row), angles(col), axis=-1)
-    emb = op.Unsqueeze(op.Concat(half, half, axis=-1), [1])
-    keep = op.And(same(image), same(frame))
-    return PatchPlaces(op.Cos(emb), op.Sin(emb), keep, centre(col, width), centre(row, height))
-
-
-def rotate(op, x, places: PatchPlaces, dtype):
-    """x [patches, heads, head_dim] turned by its patch's angles (in float32, as transformers)."""
-    x = x if dtype == FLOAT else op.Cast(x, to=FLOAT)
-    first, second = op.Split(x, num_outputs=2, axis=-1, _outputs=2)
-    turned = op.Add(
-        op.Mul(x, places.cos), op.Mul(op.Concat(op.Neg(second), first, axis=-1), places.sin)
+    return PatchPlaces(
+        axial_rotary(op, places, cfg.head_dim, cfg.rope_theta),
+        same(op, places.image, places.frame),
+        centre(places.col, places.width),
+        centre(places.row, places.height),
     )
-    return turned if dtype == FLOAT else op.Cast(turned, to=dtype)
-
-
-class PatchEmbed(nn.Module):
-    """The Conv3d whose kernel equals its stride: one MatMul of each flattened patch."""
-
-    def __init__(self, cfg: GlmVisionConfig, dtype: ir.DataType):
-        super().__init__()
-        t, p = cfg.temporal_patch_size, cfg.patch_size
-        self.weight = nn.Parameter([cfg.hidden_size, cfg.in_channels, t, p, p], dtype)
-        self.bias = nn.Parameter([cfg.hidden_size], dtype)
-        self.width, self.hidden = cfg.patch_width, cfg.hidden_size
-
-    def forward(self, op, patches):
-        kernel = op.Reshape(self.weight, [self.hidden, self.width])
-        return op.Add(op.MatMul(patches, op.Transpose(kernel, perm=[1, 0])), self.bias)
 
 
 class PositionGrid(nn.Module):
@@ -294,7 +240,7 @@ class VisionAttention(nn.Module):
         )
         if self.ocr:
             q, k = self.q_norm(op, q), self.k_norm(op, k)
-        q, k = rotate(op, q, places, self.dtype), rotate(op, k, places, self.dtype)
+        q, k = (rotate(op, part, places.rotary, self.dtype) for part in (q, k))
         q, k, v = (op.Reshape(part, [1, -1, self.hidden]) for part in (q, k, v))
         return self.proj(op, attention(op, q, k, v, self.heads, self.head_dim**-0.5))
 
@@ -361,7 +307,7 @@ class PatchMerger(GatedMlp):
 class GlmVisionTransformer(nn.Module):
     def __init__(self, cfg: GlmVisionConfig, dtype: ir.DataType, ep):
         super().__init__()
-        self.patch_embed = Holder("proj", PatchEmbed(cfg, dtype))
+        self.patch_embed = Holder("proj", PatchEmbed(cfg, dtype, bias=True))
         if not cfg.ocr:
             self.post_conv_layernorm = RMSNorm(cfg.hidden_size, cfg.norm_eps, dtype)
             self.embeddings = Holder("position_embedding", PositionGrid(cfg, dtype))
@@ -392,7 +338,7 @@ class GlmVisionTransformer(nn.Module):
 
 
 class FusedExpertsMoe(SharedExpertsMoe):
-    layout = OutputMajor()
+    layout = EitherMajor("gate_up_proj", "down_proj")
 
 
 class FusedExpertsLayer(Glm4MoeLayer):
@@ -415,10 +361,11 @@ class Glm4vModel(VisionLanguageModel):
     mrope = True
     image_prompt = "<|begin_of_image|><|image|><|end_of_image|>"
 
-    def __init__(self, cfg, dtype, ep, task: str, tensors, part: str = "decoder"):
-        super().__init__(cfg, dtype, ep, task, tensors, part)
-        if part == "decoder" and any(n.endswith(".mlp.experts.gate_up_proj") for n in tensors):
-            self.language_model = FusedExpertsLM(cfg.text, dtype, ep)
+    def make_decoder(self, text, dtype, ep) -> nn.Module:
+        tensors = self.args[4]  # the checkpoint's names
+        if any(n.endswith(".mlp.experts.gate_up_proj") for n in tensors):
+            return FusedExpertsLM(text, dtype, ep)
+        return super().make_decoder(text, dtype, ep)
 
     def make_vision(self, cfg, dtype, ep) -> None:
         self.visual = GlmVisionTransformer(cfg.vision, dtype, ep)

@@ -105,6 +105,9 @@ class LlavaVisionTower(ClipVisionTransformer):
     """CLIP's vision transformer run to the deepest feature layer, returning every hidden
     state (the embeddings after pre_layrnorm, then each layer's output)."""
 
+    def __init__(self, cfg: VisionTower, dtype: ir.DataType, ep):
+        super().__init__(cfg, dtype, ep, pooled=False)
+
     def forward(self, op, pixels) -> list[ir.Value]:
         kernel = encoder_attention(op, self.ep, None, self.dtype)
         x = self.pre_layrnorm(op, self.embeddings(op, pixels))
@@ -114,10 +117,15 @@ class LlavaVisionTower(ClipVisionTransformer):
 
 
 class LlavaModel(VisionLanguageModel):
+    tower_cls = LlavaVisionTower
+    # the tower's tensors past the chosen hidden states
+    tower_unused = (r"vision_tower\.post_layernorm\.(weight|bias)",)
+
     def make_vision(self, cfg, dtype, ep) -> None:
         extra = cfg.extra
-        tower = replace(cfg.vision, num_hidden_layers=max(extra["feature_layers"]))
-        self.vision_tower = LlavaVisionTower(tower, dtype, ep, pooled=False)
+        self.depth = max(extra["feature_layers"])
+        tower = replace(cfg.vision, num_hidden_layers=self.depth)
+        self.vision_tower = self.tower_cls(tower, dtype, ep)
         width = cfg.vision.hidden_size * len(extra["feature_layers"])
         self.multi_modal_projector = self.make_projector(cfg, width, dtype)
 
@@ -132,18 +140,22 @@ class LlavaModel(VisionLanguageModel):
         total = self.cfg.vision.num_hidden_layers
         return (
             *super().unused_tensors(),
-            r"vision_tower\.post_layernorm\.(weight|bias)",
+            *self.tower_unused,
             *(rf"vision_tower\.encoder\.layers\.{i}\..+" for i in range(depth, total)),
         )
 
     def image_features(self, op, image) -> ir.Value:
-        states = self.vision_tower(op, image.pixel_values)
+        features = self.crop_features(op, image.pixel_values)
+        return op.Reshape(features, [-1, self.cfg.text.hidden_size])
+
+    def crop_features(self, op, pixels) -> ir.Value:
+        """[images, tokens, text hidden]: the projected features of fixed-size images."""
+        states = self.vision_tower(op, pixels)
         chosen = [states[i] for i in self.cfg.extra["feature_layers"]]
         if self.cfg.extra["drop_class_token"]:
             chosen = [op.Slice(s, [1], [(1 << 63) - 1], [1]) for s in chosen]
         x = chosen[0] if len(chosen) == 1 else op.Concat(*chosen, axis=-1)
-        features = self.multi_modal_projector(op, x)
-        return op.Reshape(features, [-1, self.cfg.text.hidden_size])
+        return self.multi_modal_projector(op, x)
 
 
 # checkpoints written by transformers 4 and 5's save_pretrained keep `language_model.model.`,

@@ -15,18 +15,24 @@ the same checkpoint names. Module paths are one canonical layout: the decoder un
 vision parts under the family's names; the family's `renames` map the other layouts a
 checkpoint may have onto it. A family sets `make_vision` (its tower and projector as
 attributes) and `image_features`; `mrope` when its decoder reads [3, batch, seq] positions;
-`unused_tensors` lists the checkpoint tensors the graphs never read (tower layers past the
-feature layer).
+`make_decoder` and `decoder_reads_ids` when its decoder attends otherwise than its text
+family's (Gemma 3's image tokens among themselves, found from input_ids read beside
+inputs_embeds); `unused_tensors` lists the checkpoint tensors the graphs never read (tower
+layers past the feature layer). A text model whose embedding scales the token rows (Gemma's)
+has them scaled in the embedding graph, the image features merged unscaled, and a decoder
+that does not scale inputs_embeds again.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import Embedding
+from converter.config import ArchitectureConfig
 from converter.config.vision_language import VisionLanguageConfig
 from converter.errors import ConfigError
 from converter.tasks.vision_language import VLM_TASK
@@ -56,6 +62,11 @@ class VisionLanguageModel(nn.Module):
     }
     image_layout = "pixels"  # which image inputs the vision graph reads (tasks/vision_language)
     mrope = False  # the decoder reads [3, batch, sequence] positions
+    decoder_reads_ids = False  # the decoder reads input_ids beside inputs_embeds (its mask)
+    # the token_type_ids transformers' processor gives the model, whose mask reads them (what
+    # the graphs reproduce, so validation gives them too): "image", 1 on image tokens (Gemma
+    # 3); "prefix", 0 on the prompt and 1 after it (PaliGemma); "": none
+    token_types = ""
     image_prompt: str | None = None  # what a prompt holds for an image (the card's snippet)
 
     def __init__(
@@ -66,22 +77,27 @@ class VisionLanguageModel(nn.Module):
             raise ConfigError(f"{cfg.model_type} has no {task} head here")
         if part not in PARTS:
             raise ValueError(f"no part {part!r}: one of {', '.join(PARTS)}")
-        if cfg.text.embedding_multiplier != 1.0:
+        from converter.registry import family_for
+
+        scale = cfg.text.embedding_multiplier
+        if scale != 1.0 and not family_for(cfg.text_type).rules.traits.get("embed_scale_sqrt"):
             raise ConfigError(
-                f"text_config: the {cfg.text_type} text model scales its embeddings, which the "
-                "embedding graph would have to do once and the decoder not again: not supported "
-                "yet"
+                f"text_config: the {cfg.text_type} text model scales its inputs_embeds (image "
+                "features included) inside the decoder: not supported yet"
             )
         self.args, self.cfg, self.dtype = (cfg, dtype, ep, task, tensors), cfg, dtype
         if part == "vision":
             self.make_vision(cfg, dtype, ep)
         elif part == "embedding":
-            table = Embedding(cfg.text.vocab_size, cfg.text.hidden_size, dtype)
+            # Gemma's scaled word embedding: the token rows are scaled (in their dtype), the
+            # image features merged after them are not
+            table = Embedding(cfg.text.vocab_size, cfg.text.hidden_size, dtype, scale)
             self.language_model = Holder("model", Holder("embed_tokens", table))
         else:
-            from converter.registry import family_for
-
-            self.language_model = family_for(cfg.text_type).model_class(cfg.text, dtype, ep)
+            # inputs_embeds arrive scaled: the decoder must not scale them again
+            self.language_model = self.make_decoder(
+                replace(cfg.text, embedding_multiplier=1.0), dtype, ep
+            )
 
     def part(self, which: str) -> VisionLanguageModel:
         """A fresh module for one graph: "vision", "embedding" or "decoder"."""
@@ -89,6 +105,18 @@ class VisionLanguageModel(nn.Module):
 
     def make_vision(self, cfg: VisionLanguageConfig, dtype: ir.DataType, ep) -> None:
         raise NotImplementedError
+
+    def make_decoder(self, text: ArchitectureConfig, dtype: ir.DataType, ep) -> nn.Module:
+        """The text family's own decoder (a family whose attention differs subclasses it)."""
+        from converter.registry import family_for
+
+        return family_for(self.cfg.text_type).model_class(text, dtype, ep)
+
+    @property
+    def features_width(self) -> int:
+        """The width of image_features and inputs_embeds: the text model's, unless a family
+        packs more beside it (Qwen3-VL's DeepStack features)."""
+        return self.cfg.text.hidden_size
 
     def image_features(self, op, image) -> ir.Value:
         """[num_image_tokens, text hidden] from the task's image inputs."""

@@ -51,6 +51,7 @@ def genai_config(package, generation: dict[str, Any]) -> dict[str, Any]:
                 "num_attention_heads": cfg.num_attention_heads,
                 "num_key_value_heads": kv_heads,
                 "num_hidden_layers": len(decoder.caches),
+                **fields(package.config, "decoder"),
                 **decoder.io,
             },
             **{

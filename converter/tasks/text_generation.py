@@ -27,13 +27,16 @@ BATCH = "batch_size"
 class DecoderInputs:
     """What a decoder model reads: token ids [batch, sequence] or, when `embedded`, their
     embeddings [batch, sequence, hidden]; the mask over past + new tokens; positions
-    [batch, sequence] (or [3, batch, sequence] for mrope); each layer's (key, value) past."""
+    [batch, sequence] (or [3, batch, sequence] for mrope); each layer's (key, value) past;
+    `input_ids` beside the embeddings where the decoder reads both (a VLM whose mask depends
+    on which tokens are image tokens)."""
 
     tokens: ir.Value
     embedded: bool
     attention_mask: ir.Value
     position_ids: ir.Value
     past: list[tuple[ir.Value, ir.Value]]
+    input_ids: ir.Value | None = None
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,9 @@ class TextGenerationTask:
     """One `decoder` component.
 
     inputs:  input_ids [batch, sequence_length] (or inputs_embeds [batch, sequence_length,
-             hidden] with `inputs_embeds`), attention_mask [batch, total_sequence_length],
+             hidden] with `inputs_embeds`, and input_ids too with `ids_beside_embeds`: a
+             decoder whose mask reads them, as onnxruntime-genai feeds a decoder declaring
+             both), attention_mask [batch, total_sequence_length],
              position_ids [batch, sequence_length] (or [3, batch, sequence_length] with
              `mrope`), past_key_values.{i}.key / .value [batch, *the layer's cache shape]
     outputs: logits [batch, sequence_length, vocab_size], present.{i}.key / .value
@@ -50,6 +55,8 @@ class TextGenerationTask:
     name: str = "text-generation"
     inputs_embeds: bool = False
     mrope: bool = False
+    embeds_width: int | None = None  # inputs_embeds' width, when more is packed beside hidden
+    ids_beside_embeds: bool = False
     past_key: str = "past_key_values.%d.key"
     past_value: str = "past_key_values.%d.value"
     present_key: str = "present.%d.key"
@@ -64,8 +71,12 @@ class TextGenerationTask:
         builder = GraphBuilder(graph)
         i64 = ir.DataType.INT64
         seq = [BATCH, "sequence_length"]
+        ids = None
         if self.inputs_embeds:
-            tokens = builder.input("inputs_embeds", dtype, [*seq, cfg.hidden_size])
+            width = self.embeds_width or cfg.hidden_size
+            tokens = builder.input("inputs_embeds", dtype, [*seq, width])
+            if self.ids_beside_embeds:
+                ids = builder.input("input_ids", i64, seq)
         else:
             tokens = builder.input("input_ids", i64, seq)
         attention_mask = builder.input("attention_mask", i64, [BATCH, "total_sequence_length"])
@@ -80,7 +91,7 @@ class TextGenerationTask:
             )
             for i, cache in enumerate(caches)
         ]
-        inputs = DecoderInputs(tokens, self.inputs_embeds, attention_mask, position_ids, past)
+        inputs = DecoderInputs(tokens, self.inputs_embeds, attention_mask, position_ids, past, ids)
         logits, presents = model(builder.op, inputs)
         set_output(builder, logits, "logits", [*seq, cfg.logits_size], dtype)
         for i, ((key, value), cache) in enumerate(zip(presents, caches, strict=True)):
@@ -96,6 +107,7 @@ class TextGenerationTask:
         return {
             "inputs": {
                 first: first,
+                **({"input_ids": "input_ids"} if self.ids_beside_embeds else {}),
                 "attention_mask": "attention_mask",
                 "position_ids": "position_ids",
                 "past_key_names": self.past_key,

@@ -10,12 +10,22 @@ the names its genai_config.json declares.
                                (Idefics 3's image splits; all-zero tiles pad the list),
                                pixel_attention_mask (int64) [batch_size, num_tiles, height,
                                width]
+                    "sized"    pixel_values [num_images, channels, height, width] (padded to
+                               the largest), image_sizes (int64) [num_images, 2]: each
+                               image's height and width in pixels (Pixtral)
+                    "crops"    pixel_values [num_images, num_crops, channels, height, width]
+                               (LLaVA-NeXT's crops, padded to the most of any image),
+                               image_sizes (int64) [num_images, 2] (each image's height, width)
+                    "prompt_crops"  the same and batch_num_images (int64) [batch] (each
+                               prompt's image count: LLaVA-OneVision tiles a prompt's only image)
   embedding.onnx  input_ids (int64) [batch, sequence_length], image_features
                   [num_image_tokens, hidden] -> inputs_embeds [batch, sequence_length, hidden]
                   (every step after the prompt feeds no image tokens and 0 features)
   model.onnx      the text-generation decoder fed inputs_embeds (position_ids [3, batch,
                   sequence_length] for multimodal rope), its cache as for text generation
 
+`hidden` is the model's `features_width`: the text model's, or wider where a family packs
+more beside it (Qwen3-VL's DeepStack features, which the decoder unpacks).
 image_features and inputs_embeds are in the graph's float type; pixel_values are float32
 whatever it is, cast at the edge.
 """
@@ -43,6 +53,20 @@ class PatchInputs(ImageInputs):
     image_grid_thw: ir.Value | None = None
 
 
+@dataclass
+class SizedImageInputs(ImageInputs):
+    """Images of different sizes padded into one batch, and each one's (height, width)."""
+
+    image_sizes: ir.Value | None = None
+
+
+@dataclass
+class CropInputs(SizedImageInputs):
+    """LLaVA-NeXT's crops of each image and the image's (height, width)."""
+
+    batch_num_images: ir.Value | None = None  # "prompt_crops" only
+
+
 @dataclass(frozen=True)
 class VisionLanguageTask:
     name: str = VLM_TASK
@@ -50,7 +74,12 @@ class VisionLanguageTask:
     def components(self, model, cfg, dtype: ir.DataType) -> list[Component]:
         vision, embedding = model.part("vision"), model.part("embedding")
         decoder = model.part("decoder").language_model
-        text = TextGenerationTask(inputs_embeds=True, mrope=model.mrope)
+        text = TextGenerationTask(
+            inputs_embeds=True,
+            mrope=model.mrope,
+            embeds_width=model.features_width,
+            ids_beside_embeds=model.decoder_reads_ids,
+        )
         return [
             self._vision(vision, cfg, dtype),
             self._embedding(embedding, cfg, dtype),
@@ -62,7 +91,8 @@ class VisionLanguageTask:
         builder = GraphBuilder(graph)
         image, names = image_inputs(builder, module.image_layout, cfg.vision, dtype)
         features = module.image_features(builder.op, image)
-        set_output(builder, features, "image_features", [IMAGE_TOKENS, cfg.text.hidden_size], dtype)
+        width = module.features_width
+        set_output(builder, features, "image_features", [IMAGE_TOKENS, width], dtype)
         io = {"inputs": names, "outputs": {"image_features": "image_features"}}
         return Component("vision", "vision.onnx", as_model(graph), module, io)
 
@@ -71,7 +101,7 @@ class VisionLanguageTask:
         builder = GraphBuilder(graph)
         seq = [BATCH, "sequence_length"]
         input_ids = builder.input("input_ids", ir.DataType.INT64, seq)
-        hidden = cfg.text.hidden_size
+        hidden = module.features_width
         features = builder.input("image_features", dtype, [IMAGE_TOKENS, hidden])
         embeds = module.embed(builder.op, input_ids, features)
         set_output(builder, embeds, "inputs_embeds", [*seq, hidden], dtype)
@@ -101,6 +131,23 @@ def image_inputs(builder, layout: str, vision, dtype: ir.DataType):
         mask = builder.input("pixel_attention_mask", ir.DataType.INT64, [*tiles, side, side])
         names = {"pixel_values": "pixel_values", "pixel_attention_mask": "pixel_attention_mask"}
         return ImageInputs(_cast(op, pixels, dtype), pixel_attention_mask=mask), names
+    if layout == "sized":
+        shape = ["num_images", vision.num_channels, "height", "width"]
+        pixels = builder.input("pixel_values", FLOAT, shape)
+        sizes = builder.input("image_sizes", ir.DataType.INT64, ["num_images", 2])
+        names = {"pixel_values": "pixel_values", "image_sizes": "image_sizes"}
+        return SizedImageInputs(_cast(op, pixels, dtype), image_sizes=sizes), names
+    if layout in ("crops", "prompt_crops"):
+        side = vision.image_size
+        shape = ["num_images", "num_crops", vision.num_channels, side, side]
+        pixels = builder.input("pixel_values", FLOAT, shape)
+        sizes = builder.input("image_sizes", ir.DataType.INT64, ["num_images", 2])
+        names = {"pixel_values": "pixel_values", "image_sizes": "image_sizes"}
+        image = CropInputs(_cast(op, pixels, dtype), image_sizes=sizes)
+        if layout == "prompt_crops":
+            image.batch_num_images = builder.input("batch_num_images", ir.DataType.INT64, [BATCH])
+            names["batch_num_images"] = "batch_num_images"
+        return image, names
     raise ValueError(f"no image layout {layout!r}")
 
 

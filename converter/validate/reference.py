@@ -191,61 +191,73 @@ class TransformersVisionLanguage:
     converter/validate/vlm_runtime.py's OnnxVisionLanguage, teacher-forced in one pass. Greedy
     decoding is plain argmax."""
 
-    def __init__(self, model) -> None:
+    def __init__(self, model, token_types: str = "") -> None:
         import torch
 
-        self.torch, self.model = torch, model
+        self.torch, self.model, self.token_types = torch, model, token_types
 
     @classmethod
     def load(cls, folder: Path) -> TransformersVisionLanguage:
         import torch
         import transformers
 
+        from converter.registry import family_for
+
         model = transformers.AutoModelForImageTextToText.from_pretrained(
             folder, dtype=torch.float32, attn_implementation="eager"
         )
-        return cls(model.eval())
+        family = family_for(model.config.model_type)
+        return cls(model.eval(), family.model_class.token_types)
 
     def image_features(self, image: dict[str, np.ndarray]) -> np.ndarray:
-        """Every image's projected features in order, [num_image_tokens, hidden]."""
+        """Every image's projected features in order, [num_image_tokens, hidden], and beside
+        them each DeepStack level's (Qwen3-VL), as the vision graph packs them."""
         torch = self.torch
         # DeepSeek-VL's generation class leaves get_image_features to its inner model
         inner = self.model if hasattr(self.model, "get_image_features") else self.model.model
         with torch.no_grad():
-            found = inner.get_image_features(
-                **{k: torch.from_numpy(v) for k, v in image.items()}
-            ).pooler_output
-            rows = torch.cat([f.reshape(-1, f.shape[-1]) for f in found])
-        return rows.float().numpy()
+            found = inner.get_image_features(**{k: torch.from_numpy(v) for k, v in image.items()})
+            levels = [found.pooler_output, *(getattr(found, "deepstack_features", None) or [])]
+            rows = [torch.cat([f.reshape(-1, f.shape[-1]) for f in level]) for level in levels]
+        return torch.cat(rows, dim=-1).float().numpy()
 
     def inputs_embeds(self, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
-        """The prompt's token embeddings with the image token's rows replaced, in order."""
+        """The prompt's token embeddings with the image token's rows replaced, in order (text
+        rows padded with zeros to the packed features' width)."""
         torch = self.torch
         features = torch.from_numpy(self.image_features(image))
         with torch.no_grad():
             tokens = torch.from_numpy(ids)
             embeds = self.model.get_input_embeddings()(tokens)
+            embeds = torch.nn.functional.pad(embeds, (0, features.shape[-1] - embeds.shape[-1]))
             mask = (tokens == self.model.config.image_token_id)[..., None].expand_as(embeds)
             return embeds.masked_scatter(mask, features.to(embeds.dtype)).float().numpy()
 
-    def logits(self, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
+    def logits(self, image: dict[str, np.ndarray], ids: np.ndarray, prompt: int) -> np.ndarray:
+        """The logits of `ids`, whose first `prompt` tokens are the prompt."""
         import inspect
 
         torch = self.torch
         tensors = {k: torch.from_numpy(v) for k, v in image.items()}
         tensors["input_ids"] = torch.from_numpy(ids)
+        image_tokens = (ids == self.model.config.image_token_id).astype(np.int64)
         if "mm_token_type_ids" in inspect.signature(self.model.forward).parameters:
             # without them transformers 5 gives Qwen-VL text positions only
-            image_token = self.model.config.image_token_id
-            tensors["mm_token_type_ids"] = torch.from_numpy((ids == image_token).astype(np.int64))
+            tensors["mm_token_type_ids"] = torch.from_numpy(image_tokens)
+        if self.token_types == "image":  # as Gemma 3's processor gives them
+            tensors["token_type_ids"] = torch.from_numpy(image_tokens)
+        elif self.token_types == "prefix":  # PaliGemma's: 0 on the prompt, 1 after it
+            tensors["token_type_ids"] = torch.from_numpy(
+                np.broadcast_to(np.arange(ids.shape[1]) >= prompt, ids.shape).astype(np.int64)
+            )
         with torch.no_grad():
             return self.model(**tensors).logits.float().numpy()
 
     def run(self, image, ids: np.ndarray, steps: list[np.ndarray], positions=None):
         """Logits of the prompt and of each step's tokens (`positions` are the ONNX side's
         concern: transformers computes its own)."""
-        logits = self.logits(image, np.concatenate([ids, *steps], axis=1))
         length = ids.shape[1]
+        logits = self.logits(image, np.concatenate([ids, *steps], axis=1), length)
         return [
             logits[:, :length],
             *(logits[:, length + i : length + i + 1] for i in range(len(steps))),
@@ -258,5 +270,5 @@ class TransformersVisionLanguage:
         tokens: list[int] = []
         for _ in range(new_tokens):
             seen = np.concatenate([ids, np.array([tokens], dtype=ids.dtype)], axis=1)
-            tokens.append(int(self.logits(image, seen)[0, -1].argmax()))
+            tokens.append(int(self.logits(image, seen, ids.shape[1])[0, -1].argmax()))
         return tokens, float("nan")

@@ -25,9 +25,30 @@ def missing_files(package: Path) -> list[str]:
 
 def probe_image(session, config: dict) -> dict[str, np.ndarray]:
     """One random image the vision graph takes: of its fixed dims (one tile, unpadded, where it
-    reads tiles), or (flattened patches) a grid of 2 x 2 merge blocks."""
+    reads tiles), (flattened patches, or an image of any size) a grid of 2 x 2 merge blocks,
+    or (AnyRes crops) of the first pinpoint's size, which that grid fits exactly."""
     rng = np.random.default_rng(0)
     inputs = {meta.name: meta for meta in session.get_inputs()}
+    if "image_sizes" in inputs and len(inputs["pixel_values"].shape) == 5:
+        height, width = config["image_grid_pinpoints"][0]
+        channels, crop = inputs["pixel_values"].shape[2:4]
+        crops = 1 + height * width // crop**2
+        image = {
+            "pixel_values": rng.standard_normal((1, crops, channels, crop, crop)).astype(
+                np.float32
+            ),
+            "image_sizes": np.array([[height, width]], dtype=np.int64),
+        }
+        if "batch_num_images" in inputs:
+            image["batch_num_images"] = np.array([1], dtype=np.int64)
+        return image
+    if "image_sizes" in inputs:
+        side = 2 * config["vision_config"]["patch_size"] * config["spatial_merge_size"]
+        channels = inputs["pixel_values"].shape[1]
+        return {
+            "pixel_values": rng.standard_normal((1, channels, side, side)).astype(np.float32),
+            "image_sizes": np.array([[side, side]], dtype=np.int64),
+        }
     if "image_grid_thw" not in inputs:
         dims = [1 if isinstance(d, str) or d is None else d for d in inputs["pixel_values"].shape]
         image = {"pixel_values": rng.standard_normal(dims).astype(np.float32)}

@@ -33,6 +33,9 @@ class OnnxVisionLanguage:
         self.outputs = [o.name for o in self.decoder.get_outputs()]
         positions = next(i for i in self.decoder.get_inputs() if i.name == "position_ids")
         self.mrope = len(positions.shape) == 3
+        # a decoder whose mask reads the ids (Gemma 3's image blocks) gets them too, as genai
+        # feeds a decoder that declares them
+        self.decoder_ids = any(i.name == "input_ids" for i in self.decoder.get_inputs())
         features = next(i for i in self.embedding.get_inputs() if i.name == "image_features")
         self.features_type, self.hidden = ORT_NUMPY[features.type], features.shape[-1]
         self.load_seconds = time.perf_counter() - started
@@ -80,7 +83,7 @@ class OnnxVisionLanguage:
             )
             for name, meta in self.past.items()
         }
-        embeds = self.embed(ids, self.image_features(image))
+        tokens, embeds = ids, self.embed(ids, self.image_features(image))
         next_position = positions.max(axis=-1, keepdims=True) + 1
         while True:
             feeds = {
@@ -89,6 +92,8 @@ class OnnxVisionLanguage:
                 "position_ids": np.ascontiguousarray(positions),
                 **past,
             }
+            if self.decoder_ids:
+                feeds["input_ids"] = tokens
             logits, *presents = self.decoder.run(self.outputs, feeds)
             named = zip(self.outputs[1:], presents, strict=True)
             past = {name.replace("present.", PAST): value for name, value in named}

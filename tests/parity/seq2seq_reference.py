@@ -10,7 +10,6 @@ import transformers
 
 from tests.parity.seq2seq_cases import Seq2SeqCase
 
-RNG = np.random.default_rng(0)
 BATCH, SOURCE, TARGET = 2, 9, 6
 # the second source row is padded after 5 tokens
 SOURCE_MASK = np.array([[1] * SOURCE, [1] * 5 + [0] * (SOURCE - 5)])
@@ -39,38 +38,55 @@ def make_seq2seq(case_id: str, case: Seq2SeqCase, folder: Path):
     return loaded.eval()
 
 
-def text_inputs(config: dict) -> dict[str, np.ndarray]:
+def case_rng(case_id: str) -> np.random.Generator:
+    """The random source of one case's inputs: its own, so adding a case changes no other's."""
+    return np.random.default_rng(sum(map(ord, case_id)))
+
+
+def case_inputs(case_id: str, case: Seq2SeqCase, model) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """(the encoder's feeds, the teacher-forced decoder ids) of `case`, from its own source."""
+    rng = case_rng(case_id)
+    return INPUTS[case.inputs](case.config, rng), decoder_ids(model, rng)
+
+
+def source_vocab(config: dict) -> int:
+    """The encoder's vocabulary size: FSMT names it src_vocab_size, a composed model's
+    `encoder` section has its own."""
+    vocab = config.get("src_vocab_size", config.get("vocab_size"))
+    return config["encoder"]["vocab_size"] if vocab is None else vocab
+
+
+def text_inputs(config: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Two source sentences, the second padded with the pad token after 5 tokens."""
-    vocab = config.get("src_vocab_size", config.get("vocab_size"))  # FSMT names the source's
-    ids = RNG.integers(3, vocab, size=(BATCH, SOURCE))
+    ids = rng.integers(3, source_vocab(config), size=(BATCH, SOURCE))
     ids = np.where(SOURCE_MASK == 1, ids, config.get("pad_token_id", 0))
     return {"input_ids": ids, "attention_mask": SOURCE_MASK}
 
 
-def left_padded_text_inputs(config: dict) -> dict[str, np.ndarray]:
+def left_padded_text_inputs(config: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """The two sentences padded on the left: positions counted over the real tokens only
     (M2M-100's, FSMT's) start after the padding."""
-    return {name: value[:, ::-1].copy() for name, value in text_inputs(config).items()}
+    return {name: value[:, ::-1].copy() for name, value in text_inputs(config, rng).items()}
 
 
-def log_mel_inputs(config: dict) -> dict[str, np.ndarray]:
+def log_mel_inputs(config: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Two random log-mel spectrograms of Whisper's fixed length (2 x max_source_positions)."""
     shape = (BATCH, config["num_mel_bins"], 2 * config["max_source_positions"])
-    return {"input_features": RNG.standard_normal(shape).astype(np.float32)}
+    return {"input_features": rng.standard_normal(shape).astype(np.float32)}
 
 
-def waveform_inputs(config: dict) -> dict[str, np.ndarray]:
+def waveform_inputs(config: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Two 16 kHz waveforms of 4000 samples, the second zero-padded after 2500."""
-    values = (RNG.standard_normal((BATCH, 4000)) * 0.1).astype(np.float32)
+    values = (rng.standard_normal((BATCH, 4000)) * 0.1).astype(np.float32)
     mask = np.ones_like(values, dtype=np.int64)
     values[1, 2500:], mask[1, 2500:] = 0.0, 0
     return {"input_values": values, "attention_mask": mask}
 
 
-def filter_bank_inputs(config: dict) -> dict[str, np.ndarray]:
+def filter_bank_inputs(config: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Two filter-bank sequences of 40 frames, the second zero-padded after 27."""
     shape = (BATCH, 40, config["input_feat_per_channel"] * config.get("input_channels", 1))
-    features = RNG.standard_normal(shape).astype(np.float32)
+    features = rng.standard_normal(shape).astype(np.float32)
     mask = np.ones(shape[:2], dtype=np.int64)
     features[1, 27:], mask[1, 27:] = 0.0, 0
     return {"input_features": features, "attention_mask": mask}
@@ -91,15 +107,15 @@ def kept_positions(case: Seq2SeqCase, feeds: dict[str, np.ndarray]) -> np.ndarra
     return feeds.get("attention_mask") if case.inputs.startswith("text") else None
 
 
-def decoder_ids(model) -> np.ndarray:
+def decoder_ids(model, rng: np.random.Generator) -> np.ndarray:
     """Teacher-forced decoder tokens: the decoder start token, then random ones."""
     start = model.generation_config.decoder_start_token_id
-    if start is None:
-        start = model.config.decoder_start_token_id
+    if start is None:  # T5Gemma's config has no such attribute (its decoder starts from bos)
+        start = getattr(model.config, "decoder_start_token_id", None)
     if start is None:
         start = model.config.eos_token_id
     vocab = model.config.get_text_config(decoder=True).vocab_size
-    ids = RNG.integers(3, vocab, size=(BATCH, TARGET))
+    ids = rng.integers(3, vocab, size=(BATCH, TARGET))
     ids[:, 0] = start
     return ids
 

@@ -2,7 +2,9 @@
 portable `default` graph and the `cpu` graph with onnxruntime's fused kernels, component by
 component: the vision graph's image features, the embedding graph's merge of them into the
 prompt, and the decoder's logits over the prompt and then one cached step at a time (3-D
-positions from transformers where the family has them)."""
+positions from transformers where the family has them). transformers is given the
+token_type_ids the family's processor gives (Gemma 3's image tokens, PaliGemma's prompt), whose
+masks the decoders reproduce: nothing differs."""
 
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ def test_components_match_transformers(converted, ep):
     rng = case_rng(case_id)
     image, ids = INPUTS[case.inputs](model, rng)
     steps = step_tokens(model, ids.shape[0], rng)
-    want_features, want_embeds, want_logits = reference(model, image, ids, steps)
+    want_features, want_embeds, want_logits = reference(model, image, ids, steps, case.token_types)
     features = runtime.image_features(image)
     assert features.shape == want_features.shape
     diffs = {"image_features": float(np.abs(features - want_features).max())}

@@ -14,6 +14,16 @@ from tests.parity.vlm_cases import VlmCase
 
 BEFORE, AFTER, STEPS = 3, 4, 3
 GRIDS = [(1, 8, 8), (1, 4, 6)]  # (frames, rows, columns) of patches: two Qwen-VL images
+# (height, width) in pixels of two Pixtral images: the second neither a whole number of
+# patches nor of merge blocks high, and narrower than the first
+SIZES = [(32, 24), (22, 32)]
+# (height, width) of three LLaVA-NeXT images, in crops: a wide one on a grid wider still (padded
+# left and right: columns cut), a tall one on a grid taller still (rows cut), a small square
+CROP_SIZES = [(1.1, 2.5), (2.5, 1.1), (0.9, 0.9)]
+# their batch_num_images where a family reads it (LLaVA-OneVision): the first alone in its
+# prompt (tiled), the other two together (base crops only); only the tiling reads it, so the
+# one prompt of the case may hold all three
+PROMPT_IMAGES = [1, 2]
 
 
 def make_vlm(case_id: str, case: VlmCase, folder: Path):
@@ -24,7 +34,9 @@ def make_vlm(case_id: str, case: VlmCase, folder: Path):
         setattr(config, key, value)
     config._attn_implementation = "eager"
     torch.manual_seed(sum(map(ord, case_id)))
-    model = getattr(transformers, case.model_class).from_config(config)
+    model_class = getattr(transformers, case.model_class)
+    # an Auto class builds from a config; a model class (ShieldGemma 2's classifier) is called
+    model = getattr(model_class, "from_config", model_class)(config)
     with torch.no_grad():
         for tensor in model.state_dict().values():
             if tensor.is_floating_point():
@@ -45,33 +57,38 @@ def _text(model, count: int, rng: np.random.Generator) -> np.ndarray:
     return rng.integers(3, min(config.text_config.vocab_size, config.image_token_id), size=count)
 
 
+def image_model(model):
+    """What has get_image_features (DeepSeek-VL's generation class leaves it to its inner
+    model)."""
+    return model if hasattr(model, "get_image_features") else model.model
+
+
 def image_features(model, **pixels) -> torch.Tensor:
-    """The projected features of each image (DeepSeek-VL's generation class leaves
-    get_image_features to its inner model)."""
-    inner = model if hasattr(model, "get_image_features") else model.model
-    return inner.get_image_features(**pixels).pooler_output
+    """The projected features of each image."""
+    return image_model(model).get_image_features(**pixels).pooler_output
 
 
-def pixel_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Two fixed random images of the tower's size, one per prompt of a batch of two."""
+def pixel_inputs(
+    model, rng: np.random.Generator, per_prompt: int = 1
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Fixed random images of the tower's size, `per_prompt` in each prompt of a batch of two
+    (text between them)."""
     vision = model.config.vision_config
     side = vision.image_size  # one int, or (height, width) (InternVL)
-    shape = (2, vision.num_channels, *(side if isinstance(side, list | tuple) else (side, side)))
+    sides = side if isinstance(side, list | tuple) else (side, side)
+    shape = (2 * per_prompt, vision.num_channels, *sides)
     image = {"pixel_values": rng.standard_normal(shape).astype(np.float32)}
     with torch.no_grad():
         tokens = len(
             image_features(model, pixel_values=torch.from_numpy(image["pixel_values"][:1]))[0]
         )
-    rows = [
-        np.concatenate(
-            [
-                _text(model, BEFORE, rng),
-                [model.config.image_token_id] * tokens,
-                _text(model, AFTER, rng),
-            ]
-        )
-        for _ in range(2)
-    ]
+    rows = []
+    for _ in range(2):
+        row = [_text(model, BEFORE, rng)]
+        for i in range(per_prompt):
+            row += [[model.config.image_token_id] * tokens]
+            row += [_text(model, AFTER if i == per_prompt - 1 else 2, rng)]
+        rows.append(np.concatenate(row))
     return image, np.stack(rows)
 
 
@@ -130,7 +147,55 @@ def tile_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray],
     return image, np.array(prompts)
 
 
-INPUTS = {"pixels": pixel_inputs, "patches": patch_inputs, "tiles": tile_inputs}
+def sized_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Two images of different sizes in one prompt, padded with noise (which no image token
+    may read) into one batch, with their sizes."""
+    config = model.config
+    height, width = (max(side) for side in zip(*SIZES, strict=True))
+    channels = config.vision_config.num_channels
+    image = {
+        "pixel_values": rng.standard_normal((len(SIZES), channels, height, width)).astype(
+            np.float32
+        ),
+        "image_sizes": np.array(SIZES, dtype=np.int64),
+    }
+    block = config.vision_config.patch_size * config.spatial_merge_size
+    ids = list(_text(model, BEFORE, rng))
+    for h, w in SIZES:
+        ids += [config.image_token_id] * ((h // block) * (w // block))
+        ids += list(_text(model, 2, rng))
+    return image, np.array([ids + list(_text(model, AFTER, rng))])
+
+
+def crop_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Images of other aspects as LLaVA-NeXT's processor crops them (every slot random, so the
+    graph must ignore the padding slots), in one prompt."""
+    config, vision = model.config, model.config.vision_config
+    crop = vision.image_size
+    slots = 1 + max(h * w for h, w in config.image_grid_pinpoints) // crop**2
+    shape = (len(CROP_SIZES), slots, vision.num_channels, crop, crop)
+    image = {
+        "pixel_values": rng.standard_normal(shape).astype(np.float32),
+        "image_sizes": np.array([[round(h * crop), round(w * crop)] for h, w in CROP_SIZES]),
+    }
+    if "batch_num_images" in inspect.signature(model.get_image_features).parameters:
+        image["batch_num_images"] = np.array(PROMPT_IMAGES)
+    with torch.no_grad():
+        found = model.get_image_features(**{k: torch.from_numpy(v) for k, v in image.items()})
+    ids = list(_text(model, BEFORE, rng))
+    for features in found.pooler_output:
+        ids += [config.image_token_id] * len(features) + list(_text(model, 2, rng))
+    return image, np.array([ids + list(_text(model, AFTER, rng))])
+
+
+INPUTS = {
+    "pixels": pixel_inputs,
+    "pixel_pairs": lambda model, rng: pixel_inputs(model, rng, per_prompt=2),
+    "patches": patch_inputs,
+    "tiles": tile_inputs,
+    "sized": sized_inputs,
+    "crops": crop_inputs,
+}
 
 
 def step_tokens(model, batch: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -160,20 +225,52 @@ def positions(model, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarra
     return found.numpy()
 
 
-def reference(model, image: dict[str, np.ndarray], ids: np.ndarray, steps: list[np.ndarray]):
+def token_types(model, kind: str, whole: np.ndarray, prompt: int) -> dict:
+    """The token_type_ids of `kind` (VlmCase.token_types) over the `prompt` first tokens and
+    the steps after them."""
+    if not kind:
+        return {}
+    if kind == "image":
+        types = whole == model.config.image_token_id
+    elif kind == "prefix":
+        types = np.broadcast_to(np.arange(whole.shape[1]) >= prompt, whole.shape)
+    else:
+        raise ValueError(f"no token types {kind!r}")
+    return {"token_type_ids": torch.from_numpy(types.astype(np.int64))}
+
+
+def reference(
+    model,
+    image: dict[str, np.ndarray],
+    ids: np.ndarray,
+    steps: list[np.ndarray],
+    types: str = "",
+):
     """(image features [tokens, hidden], the prompt's inputs_embeds, the logits of the prompt
-    and each step token, teacher-forced in one pass)."""
+    and each step token, teacher-forced in one pass, given the token types `types`)."""
     pixels = {k: torch.from_numpy(v) for k, v in image.items()}
     with torch.no_grad():
-        features = torch.cat(list(image_features(model, **pixels)))
+        features = packed_features(image_model(model).get_image_features(**pixels))
         tokens = torch.from_numpy(ids)
         embeds = model.get_input_embeddings()(tokens)
+        embeds = torch.nn.functional.pad(embeds, (0, features.shape[-1] - embeds.shape[-1]))
         mask = (tokens == model.config.image_token_id)[..., None].expand_as(embeds)
         embeds = embeds.masked_scatter(mask, features)
         whole = np.concatenate([ids, *steps], axis=1)
         logits = model(
-            input_ids=torch.from_numpy(whole), **pixels, **_extra(model, whole)
+            input_ids=torch.from_numpy(whole),
+            **pixels,
+            **_extra(model, whole),
+            **token_types(model, types, whole, ids.shape[1]),
         ).logits.numpy()
     length = ids.shape[1]
     per_step = (logits[:, length + i : length + i + 1] for i in range(len(steps)))
     return features.numpy(), embeds.numpy(), [logits[:, :length], *per_step]
+
+
+def packed_features(output) -> torch.Tensor:
+    """[tokens, width]: every image's features, then (Qwen3-VL) each DeepStack level's beside
+    them, as the converted vision graph packs them."""
+    levels = getattr(output, "deepstack_features", None) or []
+    parts = [output.pooler_output, *levels]
+    return torch.cat([torch.cat(list(part)) for part in parts], dim=-1)

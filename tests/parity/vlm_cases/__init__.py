@@ -10,12 +10,17 @@ from tests.parity.gather import gather_cases
 class VlmCase:
     """A tiny config (`model_type`, `text_config`, `vision_config`, ...) for transformers'
     `model_class`, saved with random weights; `inputs` names the images and prompt of
-    tests/parity/vlm_reference.py's INPUTS ("pixels": fixed-size images; "patches": Qwen-VL's
-    flattened patches of two grids); `overrides` are config attributes set after
-    construction."""
+    tests/parity/vlm_reference.py's INPUTS ("pixels": fixed-size images, one a prompt;
+    "pixel_pairs": two a prompt; "patches": Qwen-VL's flattened patches of two grids; "sized":
+    two images of different sizes padded into one batch, with image_sizes; "tiles": Idefics 3's
+    image splits; "crops": LLaVA-NeXT's crops of three images); `token_types` the
+    token_type_ids transformers is given ("image": 1 on image tokens, as Gemma 3's processor
+    makes them; "prefix": 0 on the prompt, 1 after it, as PaliGemma's; "": none); `overrides`
+    are config attributes set after construction."""
 
     config: dict
     inputs: str = "pixels"
+    token_types: str = ""
     model_class: str = "AutoModelForImageTextToText"
     overrides: dict = field(default_factory=dict)
 

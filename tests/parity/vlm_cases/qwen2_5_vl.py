@@ -28,17 +28,16 @@ VISION = {
     "window_size": 16,
     "fullatt_block_indexes": [1],
 }
+# Qwen-VL's special tokens at tests/tiny_vlm.py's ids
+TOKENS = {
+    "image_token_id": 390,
+    "video_token_id": 391,
+    "vision_start_token_id": 392,
+    "vision_end_token_id": 393,
+}
 CASES = {
     "qwen2_5_vl": VlmCase(
-        {
-            "model_type": "qwen2_5_vl",
-            "text_config": TEXT,
-            "vision_config": VISION,
-            "image_token_id": 390,
-            "video_token_id": 391,
-            "vision_start_token_id": 392,
-            "vision_end_token_id": 393,
-        },
+        {"model_type": "qwen2_5_vl", "text_config": TEXT, "vision_config": VISION, **TOKENS},
         inputs="patches",
     ),
 }
