@@ -61,7 +61,7 @@ def test_the_text_models_keep_transformers_fixed_biases():
         (
             "glm_ocr",
             {"vision_config": {"num_heads": 3}},
-            r"vision_config: 'hidden_size' = 32 over 'num_heads' = 3 must give a head size",
+            r"vision_config: the tower's width 32 over 'num_heads' = 3 must give a head size",
         ),
     ],
 )

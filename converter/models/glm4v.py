@@ -29,14 +29,22 @@ from onnxscript import nn
 from converter.components import LayerNorm, Linear, RMSNorm, activation
 from converter.components.encoder_attention import BlockAttention
 from converter.components.experts import EitherMajor
-from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_VOCAB, ConfigReader
+from converter.config.reader import MAX_DIM, MAX_VOCAB, ConfigReader
 from converter.config.vision import MAX_IMAGE_SIDE
 from converter.config.vision_language import VisionLanguageConfig, VisionLanguageRules
 from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
 from converter.models.glm import GlmRules
 from converter.models.glm4_moe import Glm4MoeBody, Glm4MoeLayer, Glm4MoeLM, SharedExpertsMoe
-from converter.models.qwen_vl import PatchEmbed, Rotary, axial_rotary, patch_grid, rotate, same
+from converter.models.qwen_vl import (
+    PatchEmbed,
+    Rotary,
+    axial_rotary,
+    patch_grid,
+    read_patch_fields,
+    rotate,
+    same,
+)
 from converter.models.vision_language import Holder, VisionLanguageModel
 from converter.registry import Family
 from converter.tasks.vision_language import VLM_TASK
@@ -117,34 +125,17 @@ class Glm4vRules(VisionLanguageRules):
         return (rules or family_for(family).rules).read(ConfigReader(raw, text_type))
 
     def read_vision(self, r: ConfigReader) -> GlmVisionConfig:
-        hidden, heads = r.int("hidden_size"), r.int("num_heads")
-        if hidden % heads or (hidden // heads) % 4:
-            raise ConfigError(
-                f"'hidden_size' = {hidden} over 'num_heads' = {heads} must give a head size "
-                "divisible by 4 (its rotary halves rows and columns)"
-            )
-        rope = r.get("rope_parameters") or {}
-        if rope.get("rope_type", "axial") != "axial":
-            raise ConfigError(f"'rope_parameters' = {rope!r}: the vision rope is axial only")
-        patch, out = r.int("patch_size", hi=MAX_IMAGE_SIDE), r.int("out_hidden_size")
+        fields = read_patch_fields(r, r.int("hidden_size"))
+        patch, out = fields["patch_size"], r.int("out_hidden_size")
         image = r.int("image_size", hi=MAX_IMAGE_SIDE)
         inner = r.int("intermediate_size", hi=MAX_DIM * 4)
-        channels = r.int("in_channels", default=3, hi=64)
         return GlmVisionConfig(
-            depth=r.int("depth", hi=MAX_LAYERS),
-            hidden_size=hidden,
-            num_heads=heads,
+            **fields,
             out_hidden_size=out,
-            in_channels=channels,
-            patch_size=patch,
-            temporal_patch_size=r.int("temporal_patch_size", hi=64),
-            spatial_merge_size=r.int("spatial_merge_size", hi=64),
             norm_eps=r.float("rms_norm_eps"),
-            activation=r.str("hidden_act"),
             attention_bias=r.bool("attention_bias", False),
-            rope_theta=float(rope.get("rope_theta", 10000.0)),
             mlp_size=inner if self.ocr else out,
-            merger_size=out * channels if self.ocr else inner,
+            merger_size=out * fields["in_channels"] if self.ocr else inner,
             position_side=0 if self.ocr else image // patch,
             ocr=self.ocr,
         )
