@@ -123,21 +123,11 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "a CLIP tower whose projected features prefix a BERT-layout causal decoder that attends "
         "to them bidirectionally: not the embedding-merge layout; not yet",
     ),
-    "glm46v": ("vlm", QWEN_VL_LIKE.format("GLM-4V's 3-D positions and GLM-4 decoder")),
-    "glm4v": (
-        "vlm",
-        QWEN_VL_LIKE.format(
-            "learned position embeddings interpolated per image and GLM-4's decoder"
-        ),
-    ),
-    "glm4v_moe": ("vlm", QWEN_VL_LIKE.format("GLM-4.5's mixture-of-experts decoder")),
     "glm5_next": (
         "vlm",
         "a vision tower into a decoder with hyper-connections, linear attention and an indexer: "
         "not built yet",
     ),
-    "glm_ocr": ("vlm", QWEN_VL_LIKE.format("GLM's OCR decoder")),
-    "glmga": ("vlm", QWEN_VL_LIKE.format("GLM-4V's 3-D positions and GLM-4 decoder")),
     "got_ocr2": ("vlm", OCR_SAM.format("GOT-OCR 2.0, into Qwen2")),
     "granite4_vision": (
         "vlm",

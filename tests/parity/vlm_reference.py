@@ -94,8 +94,13 @@ def pixel_inputs(
 
 def patch_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Two images of different grids as the Qwen-VL processor flattens them, in one prompt,
-    each between its vision start and end tokens."""
+    each between its vision (GLM-4V: image) start and end tokens."""
     config, vision = model.config, model.config.vision_config
+    start, end = (
+        getattr(config, f"vision_{which}_token_id", None)
+        or getattr(config, f"image_{which}_token_id")
+        for which in ("start", "end")
+    )
     width = vision.in_channels * vision.temporal_patch_size * vision.patch_size**2
     patches = sum(t * h * w for t, h, w in GRIDS)
     image = {
@@ -105,8 +110,7 @@ def patch_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray]
     ids = list(_text(model, BEFORE, rng))
     for t, h, w in GRIDS:
         tokens = t * h * w // vision.spatial_merge_size**2
-        ids += [config.vision_start_token_id, *[config.image_token_id] * tokens]
-        ids += [config.vision_end_token_id, *_text(model, 2, rng)]
+        ids += [start, *[config.image_token_id] * tokens, end, *_text(model, 2, rng)]
     return image, np.array([ids + list(_text(model, AFTER, rng))])
 
 
