@@ -89,7 +89,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "a protein-language model: a SaProt encoder and a resampler feed cross-attention layers "
         "of a Llama decoder, not images",
     ),
-    "exaone4_5": ("vlm", QWEN_VL_LIKE.format("EXAONE 4's hybrid-attention decoder")),
     "fast_vlm": (
         "vlm",
         "LLaVA's projector into Qwen2, but its tower is timm's FastViT-MCi3 (FastViTHD, through "
