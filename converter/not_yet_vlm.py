@@ -157,10 +157,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         QWEN_VL_LIKE.format("a decoder with hyper-connections, an indexer and experts"),
     ),
-    "hyperclovax_vision_v2": (
-        "vlm",
-        "Qwen2.5-VL's vision tower into HyperCLOVA X: the text model is not wired to it yet",
-    ),
     "idefics": (
         "vlm",
         "a perceiver resampler and gated cross-attention layers inserted into a Llama decoder "

@@ -57,6 +57,9 @@ class VisionLanguageModel(nn.Module):
     image_layout = "pixels"  # which image inputs the vision graph reads (tasks/vision_language)
     mrope = False  # the decoder reads [3, batch, sequence] positions
     image_prompt: str | None = None  # what a prompt holds for an image (the card's snippet)
+    # the text model scales inputs_embeds after the image features are merged in, as the
+    # decoder fed inputs_embeds does (HyperCLOVA X Vision): the embedding graph does not scale
+    scales_merged_embeds = False
 
     def __init__(
         self, cfg: VisionLanguageConfig, dtype, ep, task: str, tensors, part: str = "decoder"
@@ -66,7 +69,7 @@ class VisionLanguageModel(nn.Module):
             raise ConfigError(f"{cfg.model_type} has no {task} head here")
         if part not in PARTS:
             raise ValueError(f"no part {part!r}: one of {', '.join(PARTS)}")
-        if cfg.text.embedding_multiplier != 1.0:
+        if cfg.text.embedding_multiplier != 1.0 and not self.scales_merged_embeds:
             raise ConfigError(
                 f"text_config: the {cfg.text_type} text model scales its embeddings, which the "
                 "embedding graph would have to do once and the decoder not again: not supported "
