@@ -89,7 +89,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "a protein-language model: a SaProt encoder and a resampler feed cross-attention layers "
         "of a Llama decoder, not images",
     ),
-    "exaone4_5": ("vlm", QWEN_VL_LIKE.format("EXAONE 4's hybrid-attention decoder")),
     "fast_vlm": (
         "vlm",
         "LLaVA's projector into Qwen2, but its tower is timm's FastViT-MCi3 (FastViTHD, through "
@@ -142,10 +141,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     "hy_v4_vl": (
         "vlm",
         QWEN_VL_LIKE.format("a decoder with hyper-connections, an indexer and experts"),
-    ),
-    "hyperclovax_vision_v2": (
-        "vlm",
-        "Qwen2.5-VL's vision tower into HyperCLOVA X: the text model is not wired to it yet",
     ),
     "idefics": (
         "vlm",

@@ -92,18 +92,26 @@ def encoder_attention(op, ep, attention_mask, dtype: ir.DataType, *, causal=Fals
 class BlockAttention:
     """Attention over one packed sequence [1, sequence, hidden] where each query sees only
     the keys `keep` [sequence, sequence] (bool) allows: its own image's, frame's or window's.
-    MultiHeadAttention with the mask as an additive bias where the EP has it, else opset-23
-    Attention with the boolean mask."""
+    MultiHeadAttention with the mask as an additive bias where the EP has it (and keys and
+    values have a head per query head), else opset-23 Attention with the boolean mask."""
 
     def __init__(self, op, ep, keep, dtype: ir.DataType):
-        self.fused = FusedEncoderAttention(op, None, dtype) if ep.has(ENCODER_MHA) else None
-        self.mask = op.Unsqueeze(additive_mask(op, keep, dtype), [0, 1]) if self.fused else keep
+        self.keep, self.dtype, self.bias = keep, dtype, None
+        self.has_fused = ep.has(ENCODER_MHA)
 
-    def __call__(self, op, q, k, v, heads: int, scale: float):
-        if self.fused is not None:
-            out = self.fused(op, q, k, v, heads, scale, bias=self.mask)
-            # a contrib op's output gets no inferred shape: give it q's, as Attention's has,
-            # so the passes after it see the same graph on every EP
-            out.shape, out.type = q.shape, q.type
-            return out
-        return op.Attention(q, k, v, self.mask, q_num_heads=heads, kv_num_heads=heads, scale=scale)
+    def fused(self, heads: int, kv_heads: int) -> bool:
+        return self.has_fused and kv_heads == heads
+
+    def __call__(self, op, q, k, v, heads: int, scale: float, kv_heads: int | None = None):
+        kv_heads = kv_heads or heads
+        if not self.fused(heads, kv_heads):
+            return op.Attention(
+                q, k, v, self.keep, q_num_heads=heads, kv_num_heads=kv_heads, scale=scale
+            )
+        if self.bias is None:
+            self.bias = op.Unsqueeze(additive_mask(op, self.keep, self.dtype), [0, 1])
+        out = FusedEncoderAttention(op, None, self.dtype)(op, q, k, v, heads, scale, self.bias)
+        # a contrib op's output gets no inferred shape: give it q's, as Attention's has, so
+        # the passes after it see the same graph on every EP
+        out.shape, out.type = q.shape, q.type
+        return out

@@ -47,12 +47,17 @@ class QwenVisionConfig:
     fullatt_block_indexes: tuple[int, ...] = ()
     num_position_embeddings: int = 0  # Qwen3-VL's learned position grid
     deepstack_visual_indexes: tuple[int, ...] = ()  # Qwen3-VL's DeepStack layers
+    num_key_value_heads: int = 0  # EXAONE 4.5's grouped keys and values (0: num_heads)
     mlp_bias = True  # what the shared MLP components read
     fused_gate_up = False
 
     @property
     def head_dim(self) -> int:
         return self.hidden_size // self.num_heads
+
+    @property
+    def kv_heads(self) -> int:
+        return self.num_key_value_heads or self.num_heads
 
     @property
     def patch_width(self) -> int:
@@ -204,24 +209,32 @@ def rotate(op, x, rotary: Rotary, dtype):
 
 
 class VisionAttention(nn.Module):
+    """One fused qkv projection: queries for every head, then keys and values for the
+    `kv_heads` each group of heads shares."""
+
     def __init__(self, cfg: QwenVisionConfig, dtype: ir.DataType):
         super().__init__()
-        self.qkv = Linear(cfg.hidden_size, 3 * cfg.hidden_size, True, dtype)
+        self.hidden, self.kv_width = cfg.hidden_size, cfg.kv_heads * cfg.head_dim
+        self.qkv = Linear(cfg.hidden_size, self.hidden + 2 * self.kv_width, True, dtype)
         self.proj = Linear(cfg.hidden_size, cfg.hidden_size, True, dtype)
-        self.heads, self.head_dim, self.dtype = cfg.num_heads, cfg.head_dim, dtype
-        self.hidden = cfg.hidden_size
+        self.heads, self.kv_heads, self.head_dim = cfg.num_heads, cfg.kv_heads, cfg.head_dim
+        self.dtype = dtype
 
     def expected_fusions(self, plan) -> dict[str, int]:
-        return {ENCODER_MHA: 1 if plan.has(ENCODER_MHA) else 0}
+        fused = plan.has(ENCODER_MHA) and self.kv_heads == self.heads  # MHA has no shared heads
+        return {ENCODER_MHA: 1 if fused else 0}
 
     def forward(self, op, x, rotary: Rotary, attend: BlockAttention):
-        qkv = op.Reshape(self.qkv(op, x), [0, 3, self.heads, self.head_dim])
-        q, k, v = (
-            op.Squeeze(part, [1]) for part in op.Split(qkv, num_outputs=3, axis=1, _outputs=3)
+        q, k, v = op.Split(
+            self.qkv(op, x), [self.hidden, self.kv_width, self.kv_width], axis=-1, _outputs=3
         )
-        q, k = rotate(op, q, rotary, self.dtype), rotate(op, k, rotary, self.dtype)
-        q, k, v = (op.Reshape(part, [1, -1, self.hidden]) for part in (q, k, v))
-        out = attend(op, q, k, v, self.heads, self.head_dim**-0.5)
+        q, k = (
+            rotate(op, op.Reshape(part, [0, -1, self.head_dim]), rotary, self.dtype)
+            for part in (q, k)
+        )
+        q = op.Reshape(q, [1, -1, self.hidden])
+        k, v = (op.Reshape(part, [1, -1, self.kv_width]) for part in (k, v))
+        out = attend(op, q, k, v, self.heads, self.head_dim**-0.5, self.kv_heads)
         return self.proj(op, op.Reshape(out, [-1, self.hidden]))
 
 

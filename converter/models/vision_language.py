@@ -68,6 +68,9 @@ class VisionLanguageModel(nn.Module):
     # 3); "prefix", 0 on the prompt and 1 after it (PaliGemma); "": none
     token_types = ""
     image_prompt: str | None = None  # what a prompt holds for an image (the card's snippet)
+    # the text model scales inputs_embeds after the image features are merged in, as the
+    # decoder fed inputs_embeds does (HyperCLOVA X Vision): the embedding graph does not scale
+    scales_merged_embeds = False
 
     def __init__(
         self, cfg: VisionLanguageConfig, dtype, ep, task: str, tensors, part: str = "decoder"
@@ -80,7 +83,9 @@ class VisionLanguageModel(nn.Module):
         from converter.registry import family_for
 
         scale = cfg.text.embedding_multiplier
-        if scale != 1.0 and not family_for(cfg.text_type).rules.traits.get("embed_scale_sqrt"):
+        # Gemma scales the token rows before the image features replace some of them
+        rows_scaled = bool(family_for(cfg.text_type).rules.traits.get("embed_scale_sqrt"))
+        if scale != 1.0 and not rows_scaled and not self.scales_merged_embeds:
             raise ConfigError(
                 f"text_config: the {cfg.text_type} text model scales its inputs_embeds (image "
                 "features included) inside the decoder: not supported yet"
@@ -91,13 +96,14 @@ class VisionLanguageModel(nn.Module):
         elif part == "embedding":
             # Gemma's scaled word embedding: the token rows are scaled (in their dtype), the
             # image features merged after them are not
-            table = Embedding(cfg.text.vocab_size, cfg.text.hidden_size, dtype, scale)
+            row_scale = scale if rows_scaled else 1.0
+            table = Embedding(cfg.text.vocab_size, cfg.text.hidden_size, dtype, row_scale)
             self.language_model = Holder("model", Holder("embed_tokens", table))
         else:
-            # inputs_embeds arrive scaled: the decoder must not scale them again
-            self.language_model = self.make_decoder(
-                replace(cfg.text, embedding_multiplier=1.0), dtype, ep
-            )
+            # rows scaled by the embedding graph must not be scaled again; a text model that
+            # scales the merged inputs_embeds keeps its multiplier
+            text = replace(cfg.text, embedding_multiplier=1.0) if rows_scaled else cfg.text
+            self.language_model = self.make_decoder(text, dtype, ep)
 
     def part(self, which: str) -> VisionLanguageModel:
         """A fresh module for one graph: "vision", "embedding" or "decoder"."""

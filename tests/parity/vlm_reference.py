@@ -241,12 +241,15 @@ def positions(model, image: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarra
     """The prompt's 3-D positions where the model has them (None: 0, 1, ...)."""
     if not hasattr(model.model, "get_rope_index"):
         return None
-    with torch.no_grad():
-        found, _ = model.model.get_rope_index(
-            torch.from_numpy(ids),
-            _extra(model, ids)["mm_token_type_ids"],
-            image_grid_thw=torch.from_numpy(image["image_grid_thw"]),
-        )
+    try:
+        with torch.no_grad():
+            found, _ = model.model.get_rope_index(
+                torch.from_numpy(ids),
+                _extra(model, ids)["mm_token_type_ids"],
+                image_grid_thw=torch.from_numpy(image["image_grid_thw"]),
+            )
+    except AttributeError:  # EXAONE 4.5 inherits Qwen2-VL's method only to refuse it
+        return None
     return found.numpy()
 
 
