@@ -34,7 +34,7 @@ class HyperClovaxVisionModel(QwenVlModel):
     scales_merged_embeds = True
 
     def make_vision(self, cfg, dtype: ir.DataType, ep) -> None:
-        self.vision_model = Qwen25VisionTransformer(cfg.vision, dtype)
+        self.vision_model = Qwen25VisionTransformer(cfg.vision, dtype, ep)
         self.projector = Linear(cfg.vision.out_hidden_size, cfg.text.hidden_size, True, dtype)
 
     def image_features(self, op, image) -> ir.Value:
