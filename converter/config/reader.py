@@ -44,15 +44,18 @@ def text_config(config: Any) -> dict[str, Any]:
 
 def model_type_of(config: Any) -> str:
     """The architecture name a config.json declares: its own `model_type` when a family reads
-    the whole file (CLIP, whose `text_config` is a `clip_text_model`; a registered VLM), else its
-    text model's (a text-only config nesting `text_config`). A config with `vision_config` and
-    `text_config` whose own type is not registered is a vision-language model mobius refuses by
-    name: its text model alone would silently drop the images."""
+    the whole file (CLIP, whose `text_config` is a `clip_text_model`; a registered VLM with its
+    `vision_config`), else its text model's (a text-only config nesting `text_config`). A
+    config with `vision_config` and `text_config` whose own type is not registered is a
+    vision-language model mobius refuses by name: its text model alone would silently drop the
+    images."""
     from converter.registry import families, refuse_vision_language
 
     nested = text_config(config).get("model_type")
     top = config.get("model_type")
-    registered = isinstance(top, str) and top in families()
+    family = families().get(top) if isinstance(top, str) else None
+    # a registered VLM type without a vision tower is its text model (Gemma 3 text-only saves)
+    registered = family is not None and (family.category != "vlm" or is_vision_language(config))
     if not registered and is_vision_language(config) and isinstance(top, str) and top:
         raise refuse_vision_language(top, nested)
     model_type = top if registered else nested or top
