@@ -33,6 +33,7 @@ def build(
     int4_lm_head: bool = False,
     task=None,
     features=None,
+    release: bool = False,
 ) -> ModelPackage:
     """Convert a Hub repo id or a local folder into an ONNX package (not yet saved).
 
@@ -42,7 +43,8 @@ def build(
     activation dtype). Unsupported pairs fail before any download. `task`
     names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
-    `features` names build features (converter/features.py: `["text-only"]`).
+    `features` names build features (converter/features.py: `["text-only"]`); `release` saves
+    the graphs without debug and provenance metadata (converter/release.py).
     """
     provider = execution_provider(ep, dtype)
     features = parse_features(features)
@@ -85,7 +87,7 @@ def build(
     for component in components:
         plan = Plan(provider, quantization, int8=dtype == "int8")
         report.merge(lower(component, plan, float_type))
-    return ModelPackage(components, cfg, family, task, source, ep, dtype, report, features)
+    return ModelPackage(components, cfg, family, task, source, ep, dtype, report, features, release)
 
 
 def read_config(path) -> dict:

@@ -17,6 +17,7 @@ from converter.errors import MobiusError
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
 from converter.features import FEATURES
 from converter.registry import coverage
+from converter.sizes import human_size
 from converter.tasks import TASKS
 
 Registrar = Callable[[argparse._SubParsersAction], None]
@@ -46,6 +47,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         action="append",
         metavar="A,B",
         help=f"build features, comma-separated or repeated: {', '.join(sorted(FEATURES))}",
+    )
+    b.add_argument(
+        "--release",
+        action="store_true",
+        help="save the graphs without debug and provenance metadata (doc strings, node origins)",
     )
     b.add_argument("--revision", help="Hub branch, tag or commit (default: main)")
     b.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -96,6 +102,7 @@ def _build(args: argparse.Namespace) -> int:
         int4_lm_head=args.int4_lm_head,
         task=args.task,
         features=args.features,
+        release=args.release,
     )
     out = package.save(args.output, progress=not args.no_progress).resolve()
     if args.json:
@@ -103,6 +110,8 @@ def _build(args: argparse.Namespace) -> int:
         print(json.dumps({"package": str(out), **manifest}, indent=2))
     else:
         print(f"wrote {package.config.model_type} ({args.ep}, {args.dtype}) package to {out}")
+        if args.release:
+            print(f"release: {human_size(package.stripped)} of debug metadata left out")
     return 0
 
 

@@ -33,6 +33,7 @@ from converter.package.genai_speech import (
 )
 from converter.package.processor_config import PREPROCESSOR_CONFIG, PROCESSOR_CONFIG, WRITERS
 from converter.registry import GENERATIVE, Family
+from converter.release import strip
 from converter.repo_files import CONFIG, RUNTIME_FILES, SENTENCE_TRANSFORMERS
 from converter.sizes import human_size
 from converter.source import Source
@@ -55,6 +56,8 @@ class ModelPackage:
     dtype: str
     lowering: LoweringReport
     features: frozenset[str] = frozenset()  # the build features it was made with
+    release: bool = False  # saved without debug and provenance metadata (converter/release.py)
+    stripped: int = 0  # characters of metadata --release removed
 
     @property
     def model(self) -> ir.Model:
@@ -91,6 +94,8 @@ class ModelPackage:
         for component in self.components:
             path = staging / component.filename
             path.parent.mkdir(parents=True, exist_ok=True)
+            if self.release:
+                self.stripped += strip(component.model)
             write_graph(component.model, path, progress)
         generation = _read_json(self.source.path / GENERATION_CONFIG)
         written = set()
@@ -144,6 +149,7 @@ class ModelPackage:
             "model_type": self.config.model_type,
             "task": self.task.name,
             "features": sorted(self.features),
+            "release": self.release,
             "runtime": self.runtime,
             # the text a prompt holds for each image (vision-language models)
             **self._image_prompt(),
