@@ -24,11 +24,16 @@ def _operation(name: str, kind: str, **attrs: Any) -> dict:
     return {"operation": {**operation, "attrs": attrs} if attrs else operation}
 
 
-def _resized_bicubic(pre: dict[str, Any]) -> None:
-    """The steps every genai image processor runs: bicubic resize, rescale, normalize."""
+def _resized(pre: dict[str, Any]) -> None:
+    """The steps every genai image processor runs: resize, rescale, normalize."""
     for key, wanted in (("do_resize", True), ("do_rescale", True), ("do_normalize", True)):
         if pre.get(key, wanted) is not wanted:
             raise ConfigError(f"{PREPROCESSOR_CONFIG}: '{key}' = {pre[key]!r} is not supported")
+
+
+def _resized_bicubic(pre: dict[str, Any]) -> None:
+    """Those steps, the resize bicubic (Qwen-VL's and Pixtral's processors)."""
+    _resized(pre)
     if pre.get("resample", BICUBIC) != BICUBIC:
         raise ConfigError(f"{PREPROCESSOR_CONFIG}: only bicubic resampling is supported")
 
@@ -134,9 +139,7 @@ INTERPOLATIONS = {0: "NEAREST", 1: "LANCZOS", 2: "LINEAR", 3: "CUBIC"}
 def gemma3(pre: dict[str, Any], vision) -> dict:
     """Gemma 3's image processor: every image resized to the tower's square (aspect ratio not
     kept), rescaled, normalized, channels first. Pan-and-scan crops are not reproduced."""
-    for key, wanted in (("do_resize", True), ("do_rescale", True), ("do_normalize", True)):
-        if pre.get(key, wanted) is not wanted:
-            raise ConfigError(f"{PREPROCESSOR_CONFIG}: '{key}' = {pre[key]!r} is not supported")
+    _resized(pre)
     if pre.get("do_pan_and_scan"):
         raise ConfigError(f"{PREPROCESSOR_CONFIG}: 'do_pan_and_scan' crops are not supported")
     resample = pre.get("resample", 2)
