@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 from converter.config import ConfigReader, check_generation_config, model_type_of
+from converter.config.olive import read_olive
 from converter.dtypes import FLOAT_TYPES
 from converter.errors import ConfigError
-from converter.execution_providers import execution_provider
+from converter.execution_providers import MATMUL_NBITS, QMOE, execution_provider
 from converter.features import TEXT_ONLY, UNREAD, parse_features, text_only
 from converter.lowering import Int4, LoweringReport, Plan, lower
+from converter.olive_weights import olive_assemblies
 from converter.package import ModelPackage
 from converter.registry import family_for
 from converter.source import resolve_source
@@ -51,6 +53,9 @@ def build(
     quantization = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
     source = resolve_source(model, revision=revision, token=token, progress=progress)
     raw = read_config(source.path / "config.json")
+    olive = read_olive(raw)
+    if olive is not None:
+        quantization = olive_plan(olive, provider, dtype)
     model_type = model_type_of(raw)
     family = family_for(model_type)
     cfg = family.rules.read(ConfigReader(family.rules.select(raw), model_type))
@@ -76,6 +81,8 @@ def build(
         if hasattr(m, "assemblies")
         for name, assembly in m.assemblies().items()
     }
+    if olive is not None:
+        assemblies |= olive_assemblies(parameters.values(), checkpoint, olive, float_type)
     bind(
         parameters.values(),
         checkpoint,
@@ -88,6 +95,23 @@ def build(
         plan = Plan(provider, quantization, int8=dtype == "int8")
         report.merge(lower(component, plan, float_type))
     return ModelPackage(components, cfg, family, task, source, ep, dtype, report, features, release)
+
+
+def olive_plan(olive, provider, dtype: str) -> Int4:
+    """The int4 plan binding an Olive checkpoint's packed weights (MatMulNBits, QMoE)."""
+    if dtype not in FLOAT_TYPES:
+        raise ConfigError(
+            f"dtype {dtype!r}: an Olive-quantized checkpoint keeps its own quantization; "
+            "build it with its activation dtype (f32, f16 or bf16)"
+        )
+    missing = [k for k in (MATMUL_NBITS, QMOE) if not provider.has(k)]
+    if missing:
+        raise ConfigError(
+            f"an Olive-quantized checkpoint binds its packed weights into {' and '.join(missing)}"
+            f", which execution provider {provider.name!r} does not have"
+        )
+    wide = olive.model_wide
+    return Int4(wide.block_size, wide.symmetric, prequantized=True)
 
 
 def read_config(path) -> dict:

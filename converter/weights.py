@@ -17,6 +17,7 @@ import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -268,17 +269,39 @@ class EitherShape:
 
 
 @dataclass(frozen=True)
+class Packed:
+    """A weight the checkpoint holds already quantized: `info` says how (converter.config.olive's
+    Projection), `load()` gives the packed parts its kernel binds as they are (never
+    requantized)."""
+
+    info: Any
+    load: Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class Packing:
+    """An assembly's packed form: `info`, and `build` turning the parts' arrays into what
+    Packed.load gives."""
+
+    info: Any
+    build: Callable[[list[np.ndarray]], Any]
+
+
+@dataclass(frozen=True)
 class Assembly:
     """A parameter made from several checkpoint tensors when the package is written (experts
     stacked into one tensor, gate and up rows interleaved). `parts` names each tensor with the
     shape it must have (or an EitherShape); `build` gets their arrays, in the checkpoint dtype,
     in that order.
     `dtypes`: safetensors dtypes besides floating point its parts may have (the packed bytes
-    and exponents of MXFP4 experts are U8), which `build` turns into floats."""
+    and exponents of MXFP4 experts are U8), which `build` turns into floats.
+    `packing`: where the parts are a pre-quantized weight, its packed form (the parameter's
+    SourceTensor then carries it as `packed`; `build` gives the dequantized values)."""
 
     parts: tuple[tuple[str, tuple[int, ...] | EitherShape], ...]
     build: Callable[[list[np.ndarray]], np.ndarray]
     dtypes: frozenset[str] = frozenset()
+    packing: Packing | None = None
 
     def then(self, transform: Callable[[np.ndarray], np.ndarray]) -> Assembly:
         return Assembly(self.parts, lambda arrays: transform(self.build(arrays)), self.dtypes)
@@ -364,7 +387,11 @@ def _assembled(param: ir.Value, assembly: Assembly, refs: list[TensorRef]) -> So
         assert array.shape == shape, (param.name, array.shape, shape)
         return array
 
-    return SourceTensor(build, param.dtype, shape, param.name)
+    packing = assembly.packing
+    packed = None
+    if packing is not None:
+        packed = Packed(packing.info, lambda: packing.build([ref.load() for ref in refs]))
+    return SourceTensor(build, param.dtype, shape, param.name, packed)
 
 
 def _listing(what: str, names: list[str]) -> str:
@@ -380,12 +407,13 @@ def _lazy_cast(ref: TensorRef, dtype: ir.DataType) -> SourceTensor:
 class SourceTensor(ir.LazyTensor):
     """A weight computed when written: `source()` gives the array still in the checkpoint's
     dtype; the cast to `dtype` happens last. Passes that transpose, concatenate or quantize
-    compose on `source` so they touch the narrow checkpoint dtype, not a cast copy."""
+    compose on `source` so they touch the narrow checkpoint dtype, not a cast copy.
+    `packed`: the weight's pre-quantized form, for the passes that bind it as it is."""
 
-    __slots__ = ("source",)
+    __slots__ = ("packed", "source")
 
-    def __init__(self, source, dtype: ir.DataType, shape, name: str):
-        self.source = source
+    def __init__(self, source, dtype: ir.DataType, shape, name: str, packed: Packed | None = None):
+        self.source, self.packed = source, packed
         target = NUMPY_OF[dtype]
 
         def load() -> ir.Tensor:

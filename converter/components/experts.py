@@ -131,7 +131,7 @@ def _gate_then_up(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
     return transposed(np.concatenate([gate, up], axis=1))
 
 
-def _interleave(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
+def interleave(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
     """[E, I, ...] twice -> [E, 2I, ...] with rows gate 0, up 0, gate 1, up 1, ..."""
     return np.stack([gate, up], axis=2).reshape(gate.shape[0], -1, *gate.shape[2:])
 
@@ -171,7 +171,7 @@ class Experts(nn.Module):
         else:
             gate = self.layout.weight(prefix, "gate", gate_shape)
             up = self.layout.weight(prefix, "up", gate_shape)
-            gate_up = Assembly.join(_interleave if self.kernel else _gate_then_up, gate, up)
+            gate_up = Assembly.join(interleave if self.kernel else _gate_then_up, gate, up)
         if self.kernel:
             found = {self.fc1.name: gate_up, self.fc2.name: down}
         else:
@@ -179,7 +179,7 @@ class Experts(nn.Module):
         if self.moe.expert_bias:
             gate_b = self.layout.bias(prefix, "gate", gate_shape[:2])
             up_b = self.layout.bias(prefix, "up", gate_shape[:2])
-            pair = _interleave if self.kernel else (lambda g, u: np.concatenate([g, u], axis=1))
+            pair = interleave if self.kernel else (lambda g, u: np.concatenate([g, u], axis=1))
             found[self.gate_up_bias.name] = Assembly.join(pair, gate_b, up_b)
             found[self.down_bias.name] = self.layout.bias(prefix, "down", down_shape[:2])
         return found

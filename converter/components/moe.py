@@ -162,9 +162,12 @@ class SparseMoe(nn.Module):
 
     def quantized(self, plan) -> bool:
         """Whether int4 turns this layer's MoE into QMoE: the EP has it and the block size
-        divides both expert widths (else the float MoE stays, and lowering says so)."""
+        divides both expert widths (else the float MoE stays, and lowering says so). Experts
+        a checkpoint holds packed always do (their block sizes were checked on binding)."""
         if plan.int4 is None or not plan.has(QMOE) or not self.kernel:
             return False
+        if plan.int4.prequantized:
+            return True
         widths = (self.hidden, self.moe.expert_size)
         return all(width % plan.int4.block_size == 0 for width in widths)
 

@@ -21,6 +21,7 @@ from converter.execution_providers import (
 from converter.lowering.int4 import Int4, quantize_embedding, quantize_matmuls
 from converter.lowering.int8 import quantize_matmuls_int8
 from converter.lowering.moe import quantize_dense_experts, quantize_experts
+from converter.lowering.packed_qmoe import bind_packed_experts
 from converter.lowering.passes import (
     MS_DOMAIN,
     count_ops,
@@ -134,7 +135,9 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
         report.fusions[INT4_MATMULS] = quantize_matmuls(
             model, ep, int4, float_type, quantizers, heads, routers
         )
-        if ep.has(QMOE):
+        if ep.has(QMOE) and int4.prequantized:
+            report.fusions[QMOE] = bind_packed_experts(model, ep, float_type)
+        elif ep.has(QMOE):
             report.fusions[QMOE] = quantize_experts(model, ep, int4, float_type)
         stacks = {p.name for m in module.modules() for p in getattr(m, "dense_stacks", ())}
         report.fusions["int4_expert_stacks"] = quantize_dense_experts(

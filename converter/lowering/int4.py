@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx_ir as ir
 
-from converter.errors import MobiusError
+from converter.errors import MobiusError, WeightsError
 from converter.execution_providers import MATMUL_NBITS, ExecutionProvider
 from converter.lowering.lazy import LazyResult, lazy_initializer, swap
 from converter.lowering.matmul_weights import weight_of
@@ -24,6 +24,9 @@ class Int4:
     block_size: int = 32
     symmetric: bool = True
     lm_head: bool = False  # also quantize the lm_head (a tied one gets an int4 copy)
+    # the checkpoint holds the weights packed (converter/olive_weights.py): they are bound as
+    # they are, and a float weight is refused rather than quantized here
+    prequantized: bool = False
 
     def __post_init__(self) -> None:
         if self.block_size not in (16, 32, 64, 128):
@@ -57,6 +60,11 @@ def quantize_matmuls(
         weight, transpose, layout_nk = found
         if weight.name in float_only or (weight.name in heads and not int4.lm_head):
             continue
+        if int4.prequantized and getattr(weight.const_value, "packed", None) is None:
+            raise WeightsError(
+                f"'{weight.name}' is floating point in a checkpoint quantized by Olive, whose "
+                "non-expert projections mobius binds as packed INT4 only (no requantization)"
+            )
         if ep.has(MATMUL_NBITS):
             quantized = quantizers.setdefault(
                 weight.name, _LazyQ4(weight.const_value, layout_nk, int4)
@@ -174,6 +182,10 @@ class _LazyQ4(LazyResult):
         self.blocks = -(-self.k // int4.block_size)
 
     def _quantize(self):
+        packed = getattr(self.source, "packed", None)
+        if packed is not None:  # already quantized: bound as it is
+            assert self.layout_nk, "packed weights are [N, K]"
+            return self.form(packed.load())
         weight = source_array(self.source)
         weight = weight if self.layout_nk else np.ascontiguousarray(weight.T)
         return self.form(quantize_q4(weight, self.int4.block_size, self.int4.symmetric))

@@ -11,7 +11,8 @@ from collections import Counter
 import numpy as np
 import onnx_ir as ir
 
-from converter.weights import SourceTensor, source_array
+from converter.quantize import Q4Weight
+from converter.weights import Packed, SourceTensor, source_array
 
 MS_DOMAIN = "com.microsoft"
 
@@ -46,7 +47,8 @@ def fold_packed_weights(model: ir.Model) -> int:
         dims = list(parts[0].shape.dims)
         dims[axis] = sum(p.shape.dims[axis] for p in parts)
         name = _packed_name([p.name for p in parts])
-        value = _replace_with_initializer(graph, node, name, concat, tensors[0].dtype, dims)
+        packed = _packed_rows(tensors) if axis == 0 else None
+        value = _replace_with_initializer(graph, node, name, concat, tensors[0].dtype, dims, packed)
         for other in concats - {node}:
             other.outputs[0].replace_all_uses_with(value)
             graph.remove(other, safe=True)
@@ -54,6 +56,27 @@ def fold_packed_weights(model: ir.Model) -> int:
             graph.initializers.pop(part.name, None)
         count += 1
     return count
+
+
+def _packed_rows(tensors) -> Packed | None:
+    """The packed form of [N, K] weights stacked along N, where each is a packed INT4 weight
+    of the same setting (Q4Weight rows: values, scales and zero points stack alike)."""
+    packs = [getattr(t, "packed", None) for t in tensors]
+    if any(p is None or p.info != packs[0].info for p in packs):
+        return None
+
+    def load() -> Q4Weight:
+        weights = [p.load() for p in packs]
+        zero_points = [w.zero_points for w in weights]
+        return Q4Weight(
+            np.concatenate([w.packed for w in weights]),
+            np.concatenate([w.scales for w in weights]),
+            None if zero_points[0] is None else np.concatenate(zero_points),
+            weights[0].k,
+            weights[0].block_size,
+        )
+
+    return Packed(packs[0].info, load)
 
 
 def _concat_key(node: ir.Node) -> tuple | None:
@@ -69,13 +92,13 @@ def _packed_name(names: list[str]) -> str:
     return f"{prefix}.{'+'.join(s[1] for s in stems)}.{suffix}"
 
 
-def _replace_with_initializer(graph, node, name, source, dtype, dims) -> ir.Value:
+def _replace_with_initializer(graph, node, name, source, dtype, dims, packed=None) -> ir.Value:
     """Replace `node`'s output by an initializer computed by `source()` when written."""
     value = ir.Value(
         name=name,
         shape=ir.Shape(dims),
         type=ir.TensorType(dtype),
-        const_value=SourceTensor(source, dtype, dims, name),
+        const_value=SourceTensor(source, dtype, dims, name, packed),
     )
     graph.register_initializer(value)
     node.outputs[0].replace_all_uses_with(value)
