@@ -59,7 +59,10 @@ def quantize(weight: np.ndarray, bits: int, symmetric: bool, scale_dtype=np.floa
         low, high = np.minimum(blocks.min(-1), 0), np.maximum(blocks.max(-1), 0)
         scale = (high - low) / top
         zero = np.clip(np.round(-low / np.where(scale > 0, scale, 1)), 0, top)
-    scale = scale.astype(scale_dtype)
+    # widened as a clipping search might leave them: requantizing the dequantized weights
+    # round-to-nearest would then give other bytes
+    jitter = np.random.default_rng([*weight.shape, bits]).uniform(1.0, 1.25, scale.shape)
+    scale = (scale * jitter).astype(scale_dtype)
     step = np.where(scale > 0, scale, 1).astype(np.float32)[..., None]
     codes = np.clip(np.round(blocks / step) + zero[..., None], 0, top)
     values = (codes - zero[..., None]) * scale.astype(np.float32)[..., None]
@@ -208,13 +211,19 @@ def test_saved_package_reloads_the_same_bytes_from_external_data(qwen3_moe, tmp_
 
 @pytest.mark.parametrize(
     ("pair", "symmetric", "bound"),
-    [((4, 4), True, 1e-4), ((4, 4), False, 1e-4), ((8, 8), True, 3e-2), ((8, 8), False, 3e-2)],
+    [((4, 4), True, 1e-4), ((4, 4), False, 1e-4), ((8, 8), True, 5e-2), ((8, 8), False, 5e-2)],
 )
 def test_int4_and_int8_pairs_run_in_cpu_qmoe(qwen3_moe, tmp_path, pair, symmetric, bound):
     """onnxruntime's CPU QMoE on the checkpoint's bytes reproduces transformers on the
     dequantized weights (float compute for INT4, accuracy_level 0; the block-wise INT8 kernel
-    always quantizes its activations to int8, hence its wider bound)."""
-    _, reference = olive_checkpoint(qwen3_moe, tmp_path / "olive", [pair, pair], symmetric)
+    always quantizes its activations to int8: about 1% of the logits' range, against about 1
+    for a wrong layout). The routers are scaled
+    up so that no rounding flips a token's pick of experts."""
+    decisive = copy.deepcopy(qwen3_moe)
+    with torch.no_grad():
+        for layer in SPARSE:
+            decisive.model.layers[layer].mlp.gate.weight.mul_(8.0)
+    _, reference = olive_checkpoint(decisive, tmp_path / "olive", [pair, pair], symmetric)
     package = build(str(tmp_path / "olive"), ep="cpu", dtype="f32", progress=False)
     for node in package.model.graph:
         if node.op_type in ("QMoE", "MatMulNBits"):
@@ -224,7 +233,8 @@ def test_int4_and_int8_pairs_run_in_cpu_qmoe(qwen3_moe, tmp_path, pair, symmetri
     actual = OnnxDecoder(tmp_path / "onnx").run(PROMPT, mask, STEPS)
     expected = TransformersReference(reference).run(PROMPT, mask, STEPS)
     diffs = [float(np.abs(e - a).max()) for e, a in zip(expected, actual, strict=True)]
-    print(pair, "symmetric" if symmetric else "asymmetric", "max abs logit diff:", diffs)
+    scale = max(float(np.abs(e).max()) for e in expected)
+    print(pair, "symmetric" if symmetric else "asymmetric", "max abs logit diff:", diffs, scale)
     assert max(diffs) <= bound
 
 
