@@ -46,7 +46,9 @@ def build(
     names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
     `features` names build features (converter/features.py: `["text-only"]`); `release` saves
-    the graphs without debug and provenance metadata (converter/release.py).
+    the graphs without debug and provenance metadata (converter/release.py). A checkpoint Olive
+    quantized (its config's `quantization_config`) keeps its packed weights
+    (converter/olive_weights.py); `dtype` then names its activations.
     """
     provider = execution_provider(ep, dtype)
     features = parse_features(features)

@@ -210,10 +210,17 @@ def test_saved_package_reloads_the_same_bytes_from_external_data(qwen3_moe, tmp_
 
 
 @pytest.mark.parametrize(
-    ("pair", "symmetric", "bound"),
-    [((4, 4), True, 1e-4), ((4, 4), False, 1e-4), ((8, 8), True, 5e-2), ((8, 8), False, 5e-2)],
+    ("pair", "symmetric", "dtype", "bound"),
+    [
+        ((4, 4), True, "f32", 1e-4),
+        ((4, 4), False, "f32", 1e-4),
+        ((8, 8), True, "f32", 5e-2),
+        ((8, 8), False, "f32", 5e-2),
+        ((2, 2), False, "f32", 1e-4),  # onnxruntime 1.32's CPU kernel runs these too
+        ((3, 3), True, "f16", 2e-2),  # (f16 activations against a float32 reference)
+    ],
 )
-def test_int4_and_int8_pairs_run_in_cpu_qmoe(qwen3_moe, tmp_path, pair, symmetric, bound):
+def test_equal_width_pairs_run_in_cpu_qmoe(qwen3_moe, tmp_path, pair, symmetric, dtype, bound):
     """onnxruntime's CPU QMoE on the checkpoint's bytes reproduces transformers on the
     dequantized weights (float compute for INT4, accuracy_level 0; the block-wise INT8 kernel
     always quantizes its activations to int8: about 1% of the logits' range, against about 1
@@ -224,7 +231,7 @@ def test_int4_and_int8_pairs_run_in_cpu_qmoe(qwen3_moe, tmp_path, pair, symmetri
         for layer in SPARSE:
             decisive.model.layers[layer].mlp.gate.weight.mul_(8.0)
     _, reference = olive_checkpoint(decisive, tmp_path / "olive", [pair, pair], symmetric)
-    package = build(str(tmp_path / "olive"), ep="cpu", dtype="f32", progress=False)
+    package = build(str(tmp_path / "olive"), ep="cpu", dtype=dtype, progress=False)
     for node in package.model.graph:
         if node.op_type in ("QMoE", "MatMulNBits"):
             node.attributes["accuracy_level"] = ir.AttrInt64("accuracy_level", 0)
