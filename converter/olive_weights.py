@@ -29,7 +29,7 @@ from converter.config.olive import OliveQuantization, Projection
 from converter.dtypes import NUMPY_OF
 from converter.errors import WeightsError
 from converter.packed_bits import packed_width, padding_is_zero, unpack_codes
-from converter.quantize import Q4Weight
+from converter.quantize import Q4Weight, cast_scales
 from converter.weights import Assembly, Checkpoint, Packing
 
 QWEIGHT, SCALES, QZEROS = "_qweight", "_scales", "_qzeros"
@@ -188,16 +188,7 @@ def _check(checkpoint, part, dtypes, rule: str) -> None:
 
 
 def _check_scales(ref, activation) -> None:
-    scales = ref.load().astype(np.float32)
-    bad = ~np.isfinite(scales) | (scales < 0)
-    if bad.any():
-        raise WeightsError(
-            f"tensor '{ref.name}': scales must be finite and nonnegative ({int(bad.sum())} are not)"
-        )
-    with np.errstate(over="ignore"):
-        converted = scales.astype(NUMPY_OF[activation])
-    if not np.isfinite(converted).all():
-        raise WeightsError(f"tensor '{ref.name}': scales overflow {activation.name.lower()}")
+    cast_scales(ref.load(), NUMPY_OF[activation], ref.name)
 
 
 def _check_int3_zero_points(ref, blocks: int) -> None:

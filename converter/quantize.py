@@ -35,6 +35,8 @@ import ml_dtypes
 import numpy as np
 from numpy.typing import DTypeLike
 
+from converter.errors import WeightsError
+
 BLOCK_SIZES = (16, 32, 64, 128)
 SYMMETRIC_ZERO_POINT = 8
 DEQUANTIZE_LINEAR_AXIS = 0  # the blocked axis of to_dequantize_linear's [K, N] values
@@ -111,6 +113,22 @@ def quantize_q4(weight: np.ndarray, block_size: int = 32, symmetric: bool = True
             zero_points = np.pad(zero_points, ((0, 0), (0, 1)))
         zero_points = _pack_nibbles(zero_points)
     return Q4Weight(packed, scales, zero_points, k, block_size)
+
+
+def cast_scales(scales: np.ndarray, dtype: DTypeLike, name: str) -> np.ndarray:
+    """`scales` in `dtype`, after checking that they are finite and nonnegative and stay finite
+    in `dtype` (a float16 scale overflows above 65504); errors name the tensor `name`."""
+    values = scales.astype(np.float32)
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        raise WeightsError(
+            f"tensor '{name}': scales must be finite and nonnegative ({int(bad.sum())} are not)"
+        )
+    with np.errstate(over="ignore"):
+        converted = scales.astype(dtype)
+    if not np.isfinite(converted.astype(np.float32)).all():
+        raise WeightsError(f"tensor '{name}': scales overflow {np.dtype(dtype).name}")
+    return converted
 
 
 def to_dequantize_linear(q: Q4Weight) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:

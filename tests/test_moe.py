@@ -115,6 +115,19 @@ def test_int4_block_size_that_does_not_divide_the_experts_keeps_float_moe(mixtra
     assert ops["com.microsoft.QMoE"] == 0
 
 
+def test_int4_expert_scales_that_overflow_float16_are_refused(mixtral, tmp_path):
+    """QMoE's f16 scales (CUDA's int4 activations) get the checks an Olive checkpoint's get:
+    a block whose scale overflows float16 is refused, naming its stack."""
+    copy = shutil.copytree(mixtral, tmp_path / "huge")
+    tensors = load_file(copy / "model.safetensors")
+    tensors["model.layers.0.block_sparse_moe.experts.3.w2.weight"][0, 0] = 1e6
+    save_file(tensors, copy / "model.safetensors", metadata={"format": "pt"})
+    package = build(str(copy), ep="cuda", dtype="int4", progress=False)
+    stack = "model.layers.0.block_sparse_moe.experts.fc2.scales"
+    with pytest.raises(WeightsError, match=re.escape(f"'{stack}': scales overflow float16")):
+        package.save(tmp_path / "int4", progress=False)
+
+
 def test_qmoe_graph_loads_in_onnxruntime(mixtral, tmp_path):
     package = build(str(mixtral), ep="cpu", dtype="int4", progress=False)
     package.save(tmp_path, progress=False)

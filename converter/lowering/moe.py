@@ -22,7 +22,7 @@ from converter.execution_providers import ExecutionProvider
 from converter.lowering.int4 import Int4, _LazyQ4
 from converter.lowering.lazy import lazy_initializer, swap
 from converter.lowering.passes import MS_DOMAIN, is_initializer
-from converter.quantize import to_dequantize_linear
+from converter.quantize import cast_scales, to_dequantize_linear
 from converter.weights import SourceTensor, source_array
 
 # the MoE op's inputs: fc1 weights, fc1 bias, fc2 weights, fc2 bias
@@ -99,7 +99,9 @@ def _quantized(graph: ir.Graph, stack: ir.Value, int4: Int4, act: ir.DataType) -
         ),
         (
             "scales",
-            lambda r: ir.Tensor(r.scales.astype(act_np).reshape(experts, n, blocks)),
+            lambda r: ir.Tensor(
+                cast_scales(r.scales, act_np, f"{stack.name}.scales").reshape(experts, n, blocks)
+            ),
             act,
             [experts, n, blocks],
         ),
