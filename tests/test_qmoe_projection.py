@@ -72,7 +72,7 @@ def quantize(weight: np.ndarray, bits: int, symmetric: bool, scale_dtype=np.floa
     return parts, values.reshape(weight.shape)
 
 
-def olive_checkpoint(model, folder, pairs, symmetric=True, scale_dtype=np.float32, **config):
+def olive_checkpoint(model, folder, pairs, symmetric=True):
     """`model` saved as Olive saves it: every layer projection at the model-wide INT4, the
     experts of sparse layer i at `pairs[i]` (FC1 bits, FC2 bits). Returns the tensors written
     and transformers with the dequantized weights."""
@@ -86,10 +86,10 @@ def olive_checkpoint(model, folder, pairs, symmetric=True, scale_dtype=np.float3
                 pair = pairs[SPARSE.index(int(layer[1]))]
                 bits = pair[layer[2] == "down"]
                 overrides[name] = {"bits": bits} | ({"symmetric": True} if bits == 3 else {})
-                dtype = np.float16 if 3 in pair else scale_dtype  # INT3: activation dtype
+                dtype = np.float16 if 3 in pair else np.float32  # INT3: activation dtype
                 parts, values = quantize(array, bits, symmetric or bits == 3, dtype)
             elif name.endswith("_proj.weight"):
-                parts, values = quantize(array, 4, symmetric, scale_dtype)
+                parts, values = quantize(array, 4, symmetric)
             else:
                 tensors[name] = array.copy()
                 continue
@@ -102,7 +102,6 @@ def olive_checkpoint(model, folder, pairs, symmetric=True, scale_dtype=np.float3
         "symmetric": symmetric,
         "group_size": BLOCK,
         "overrides": overrides,
-        **config,
     }
     save(folder, tensors, model.config.to_dict() | {"quantization_config": config})
     return tensors, reference.eval()
@@ -246,22 +245,10 @@ def test_equal_width_pairs_run_in_cpu_qmoe(qwen3_moe, tmp_path, pair, symmetric,
 
 
 def _refused(
-    model,
-    tmp_path,
-    pairs,
-    error,
-    message,
-    *,
-    dtype="f16",
-    ep="cpu",
-    change=None,
-    symmetric=True,
-    scale_dtype=np.float32,
-    **config,
+    model, tmp_path, pairs, error, message, *, dtype="f16", ep="cpu", change=None, symmetric=True
 ):
-    tensors, _ = olive_checkpoint(
-        model, tmp_path / "olive", pairs, symmetric, scale_dtype, **config
-    )
+    """An Olive checkpoint of `pairs`, `change`d (tensors, quantization_config), is refused."""
+    tensors, _ = olive_checkpoint(model, tmp_path / "olive", pairs, symmetric)
     if change is not None:
         settings = json.loads((tmp_path / "olive" / "config.json").read_text())
         change(tensors, settings["quantization_config"])
