@@ -32,6 +32,13 @@ def check_quantizable(caches: list[LayerCache]) -> None:
                 f"kv cache dtype float8e4m3fn: layer {i} keeps a {cache.kind!r} cache, not "
                 "keys and values (only attention K/V caches are stored as float8)"
             )
+        if cache.latent:
+            raise ConfigError(
+                f"kv cache dtype float8e4m3fn: layer {i}'s cache is multi-head latent "
+                "attention's compressed latent, which every head reads through its own "
+                "up-projection, not per-head keys and values (measured: a float8 latent "
+                "flips whole rows of logits)"
+            )
         for shape in (cache.key, cache.value):
             if len(shape) != 3 or shape[1] != "sequence" or shape[0] != cache.key[0]:
                 raise ConfigError(
