@@ -65,10 +65,19 @@ class Fp8Cache:
         graph.register_initializer(value)
         return value
 
-    def dequantized(self, op, past: ir.Value, layer: int, part: str):
-        return op.DequantizeLinear(past, self.scales[layer][part], axis=HEAD_AXIS)
+    def dequantized(self, op, layer: int, key: ir.Value, value: ir.Value) -> tuple:
+        """Layer `layer`'s past (float8) in the graph's float type."""
+        scales = self.scales[layer]
+        return tuple(
+            op.DequantizeLinear(past, scales[part], axis=HEAD_AXIS)
+            for part, past in (("key", key), ("value", value))
+        )
 
-    def quantized(self, op, present: ir.Value, layer: int, part: str):
-        # saturate (the default) clamps beyond +-448 * scale instead of making NaN
-        scale = self.scales[layer][part]
-        return op.QuantizeLinear(present, scale, axis=HEAD_AXIS, output_dtype=FLOAT8)
+    def quantized(self, op, layer: int, key: ir.Value, value: ir.Value) -> tuple:
+        """Layer `layer`'s present as float8; beyond +-448 x scale it saturates (QuantizeLinear's
+        default for float8) rather than turning into NaN."""
+        scales = self.scales[layer]
+        return tuple(
+            op.QuantizeLinear(present, scales[part], axis=HEAD_AXIS, output_dtype=FLOAT8)
+            for part, present in (("key", key), ("value", value))
+        )

@@ -106,20 +106,13 @@ class TextGenerationTask:
             for i, cache in enumerate(caches)
         ]
         if fp8:
-            past = [
-                (
-                    fp8.dequantized(builder.op, k, i, "key"),
-                    fp8.dequantized(builder.op, v, i, "value"),
-                )
-                for i, (k, v) in enumerate(past)
-            ]
+            past = [fp8.dequantized(builder.op, i, *pair) for i, pair in enumerate(past)]
         inputs = DecoderInputs(tokens, self.inputs_embeds, attention_mask, position_ids, past, ids)
         logits, presents = model(builder.op, inputs)
         set_output(builder, logits, "logits", [*seq, cfg.logits_size], dtype)
         for i, ((key, value), cache) in enumerate(zip(presents, caches, strict=True)):
             if fp8:
-                key = fp8.quantized(builder.op, key, i, "key")
-                value = fp8.quantized(builder.op, value, i, "value")
+                key, value = fp8.quantized(builder.op, i, key, value)
             set_output(builder, key, self.present_key % i, _dims(cache.key), stored)
             set_output(builder, value, self.present_value % i, _dims(cache.value), stored)
         if self.inputs_embeds:  # the token table, when the head is not tied to it
