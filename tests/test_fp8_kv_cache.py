@@ -38,8 +38,9 @@ FP8 = "fp8-kv-cache"
 FLOAT8 = onnx.TensorProto.FLOAT8E4M3FN
 STEPS = 32
 PROMPT = np.random.default_rng(0).integers(3, 100, size=(2, 8))  # batch 2
-# measured on these checkpoints (docs/build-features.md): cosine >= 0.994, top-1 >= 0.947
-MIN_COSINE, MIN_TOP1 = 0.99, 0.9
+# measured on the random families below (docs/build-features.md): cosine >= 0.9945, top-1 >=
+# 0.91 (random weights: nearly tied logits, a few flip)
+MIN_COSINE, MIN_TOP1 = 0.99, 0.85
 
 
 def greedy(package: Path, ids: np.ndarray = PROMPT) -> tuple[np.ndarray, np.ndarray]:
@@ -123,7 +124,7 @@ def test_greedy_decoding_of_trained_weights_is_unchanged(tmp_path, model_type, e
     fp8_tokens, _ = greedy(fp8)
     np.testing.assert_array_equal(fp8_tokens, tokens)  # both rows, 32 steps
     fp8_logits = forced(fp8, tokens)
-    assert min_cosine(logits, fp8_logits) >= 0.995  # measured 0.9983
+    assert min_cosine(logits, fp8_logits) >= 0.998  # measured 0.9992-0.9993
     assert not np.array_equal(logits, fp8_logits)  # the cache did go through float8
 
 
