@@ -33,6 +33,8 @@ from tests.checkpoints import (
 from tests.parity.encoder_cases import CASES as ENCODER_CASES
 from tests.parity.encoder_reference import make_encoder
 from tests.parity.reference import make_checkpoint
+from tests.parity.vlm_cases import CASES as VLM_CASES
+from tests.parity.vlm_reference import make_vlm
 
 FP8 = "fp8-kv-cache"
 FLOAT8 = onnx.TensorProto.FLOAT8E4M3FN
@@ -209,6 +211,15 @@ def test_a_task_without_a_decoder_cache_is_refused(tmp_path):
     make_encoder("bert", ENCODER_CASES["bert"], ENCODER_CASES["bert"].heads[0], tmp_path)
     with pytest.raises(ConfigError, match=r"feature 'fp8-kv-cache': the \S+ task has no"):
         build(str(tmp_path), features=[FP8], progress=False)
+
+
+def test_a_multimodal_model_takes_it_with_text_only(tmp_path):
+    make_vlm("qwen2_5_vl", VLM_CASES["qwen2_5_vl"], tmp_path / "hf")
+    with pytest.raises(ConfigError, match=r"image-text-to-text task has no .* add 'text-only'"):
+        build(str(tmp_path / "hf"), features=[FP8], progress=False)
+    package = built(tmp_path / "hf", tmp_path / "text", ep="cpu", features=[FP8, "text-only"])
+    graph = onnx.load(package / "model.onnx").graph
+    assert {i.type.tensor_type.elem_type for i in graph.input[3:]} == {FLOAT8}
 
 
 def test_latent_and_cross_caches_are_refused(tmp_path):
