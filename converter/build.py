@@ -9,7 +9,14 @@ from converter.config.olive import read_olive
 from converter.dtypes import FLOAT_TYPES
 from converter.errors import ConfigError
 from converter.execution_providers import MATMUL_NBITS, QMOE, execution_provider
-from converter.features import TEXT_ONLY, UNREAD, parse_features, text_only
+from converter.features import (
+    FP8_KV_CACHE,
+    TEXT_ONLY,
+    UNREAD,
+    fp8_kv_cache,
+    parse_features,
+    text_only,
+)
 from converter.lowering import Int4, LoweringReport, Plan, lower
 from converter.olive_weights import olive_assemblies
 from converter.package import ModelPackage
@@ -45,9 +52,10 @@ def build(
     activation dtype). Unsupported pairs fail before any download. `task`
     names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
-    `features` names build features (converter/features.py: `["text-only"]`); `release` saves
-    the graphs without debug and provenance metadata (converter/release.py). A checkpoint Olive
-    quantized (its config's `quantization_config`) keeps its packed weights
+    `features` names build features (converter/features.py: `["text-only"]`,
+    `["fp8-kv-cache"]`, the same as `TextGenerationTask(kv_cache_dtype="float8e4m3fn")`);
+    `release` saves the graphs without debug and provenance metadata (converter/release.py). A
+    checkpoint Olive quantized (its config's `quantization_config`) keeps its packed weights
     (converter/olive_weights.py); `dtype` then names its activations.
     """
     provider = execution_provider(ep, dtype)
@@ -69,6 +77,10 @@ def build(
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
     task_name = task_of(raw, family, task if isinstance(task, str) or task is None else task.name)
     task = TASKS[task_name] if task is None or isinstance(task, str) else task
+    if getattr(task, "kv_cache_dtype", None):  # the feature asked for by the task's option
+        features = features | {FP8_KV_CACHE}
+    if FP8_KV_CACHE in features:
+        task = fp8_kv_cache(task, provider)
     module = family.make_model(cfg, float_type, provider, task_name, frozenset(checkpoint.tensors))
     components = [c.saved_as(dtype) for c in task.components(module, cfg, float_type)]
     tied = getattr(cfg, "tie_word_embeddings", False)

@@ -23,4 +23,5 @@ ORT_NUMPY: dict[str, np.dtype] = {
     "tensor(float16)": np.dtype(np.float16),
     "tensor(int64)": np.dtype(np.int64),
     "tensor(int32)": np.dtype(np.int32),
+    "tensor(float8e4m3fn)": np.dtype(np.uint8),  # its bytes: numpy has no float8
 }

@@ -50,6 +50,10 @@ class ExecutionProvider:
     qmoe_dtypes: tuple[str, ...] = ()  # activation dtypes its QMoE kernel runs
     # (dtype, why not) for dtypes this EP does not run, named in the refusal
     refusals: tuple[tuple[str, str], ...] = ()
+    # fp8-kv-cache (converter/components/fp8_cache.py): why this EP cannot keep a float8
+    # cache (None: it can), and whether its GroupQueryAttention reads one itself
+    fp8_cache_refusal: str | None = None
+    gqa_fp8_cache: bool = False
 
     def has(self, fusion: str) -> bool:
         return fusion in self.fusions
@@ -173,6 +177,9 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             int4_activation="f16",
             gqa_head_size_multiple=8,
             gqa_dtypes=("f16", "bf16"),  # published kernel table: no f32 GroupQueryAttention
+            # group_query_attention.cc registers float8e4m3fn caches (f16/bf16 activations, with
+            # USE_FP8_KV_CACHE) with PER_CHANNEL k_scale/v_scale
+            gqa_fp8_cache=True,
             # group_query_attention_impl.cu hands flash attention local_window_size - 1 as its
             # left window, which counts keys besides the query itself
             gqa_window_offset=0,
@@ -201,6 +208,7 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             _FUSED - {GATHER_Q4, ROTARY_IN_GQA, MOE, QMOE, ENCODER_MHA},
             int4_activation="f16",
             gqa_softcap=False,
+            fp8_cache_refusal="DirectML has no float8 tensor type (DML_TENSOR_DATA_TYPE)",
         ),
         ExecutionProvider(
             "webgpu",
@@ -213,6 +221,10 @@ EXECUTION_PROVIDERS: dict[str, ExecutionProvider] = {
             # attention.cc's InPlaceSoftmax starts the window at causal length -
             # local_window_size (its flash path is skipped while a window applies)
             gqa_window_offset=0,
+            fp8_cache_refusal=(
+                "onnxruntime's WebGPU EP has no float8 DequantizeLinear (its kernel takes int8, "
+                "uint8 and int32)"
+            ),
             refusals=(
                 (
                     "int8",

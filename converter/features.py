@@ -7,15 +7,20 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from converter.errors import ConfigError
+from converter.execution_providers import ExecutionProvider
 from converter.registry import Family, family_for
+from converter.tasks.text_generation import TextGenerationTask
 from converter.weights import Checkpoint
 
 TEXT_ONLY = "text-only"
+FP8_KV_CACHE = "fp8-kv-cache"
 FEATURES = {
     TEXT_ONLY: "export only a multimodal model's text decoder, to run as a plain LLM",
+    FP8_KV_CACHE: "keep the key/value cache as float8 e4m3fn with per-head scales (half an f16 "
+    "cache's bytes)",
 }
 # the original converter's other features, not built yet (issue 15)
-NOT_YET = ("static-cache", "fp8-kv-cache", "prune-prefill-prefix")
+NOT_YET = ("static-cache", "prune-prefill-prefix")
 
 
 def parse_features(values: Iterable[str] | str | None) -> frozenset[str]:
@@ -52,6 +57,19 @@ def text_only(family: Family, cfg, checkpoint: Checkpoint):
     # projectors) goes under unread.
     apart = ((r"^(?!language_model\.)", "unread."), (r"^language_model\.", ""))
     return text_family, text_cfg, checkpoint.renamed(apart).renamed(text_family.renames)
+
+
+def fp8_kv_cache(task, ep: ExecutionProvider) -> TextGenerationTask:
+    """`task` keeping its caches as float8 (converter/components/fp8_cache.py)."""
+    if not isinstance(task, TextGenerationTask):
+        raise ConfigError(
+            f"feature {FP8_KV_CACHE!r}: the {task.name} task has no text-generation decoder "
+            "whose key/value cache it could store (a multimodal model's text decoder: add "
+            f"{TEXT_ONLY!r})"
+        )
+    if ep.fp8_cache_refusal:
+        raise ConfigError(f"feature {FP8_KV_CACHE!r} on {ep.name}: {ep.fp8_cache_refusal}")
+    return replace(task, kv_cache_dtype="float8e4m3fn")
 
 
 UNREAD = r"unread\..+"  # what a text-only build leaves in the checkpoint

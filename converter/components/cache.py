@@ -13,12 +13,14 @@ KINDS = (KV, SLIDING_KV, CROSS, CONV, SSM)
 class LayerCache:
     """One layer's cache. `key` and `value` are the per-sequence shapes after the batch dim,
     with "sequence" where the cache grows (K and V may differ, as in DeepSeek's MLA); `window`
-    is the sliding window of a `sliding_kv` cache."""
+    is the sliding window of a `sliding_kv` cache; `latent`: the rows are a compressed latent
+    every head reads through its own up-projection (MLA), not per-head keys and values."""
 
     kind: str
     key: tuple[int | str, ...]
     value: tuple[int | str, ...]
     window: int | None = None
+    latent: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -14,6 +14,8 @@ expanding every past token for every head. The scores are transformers' up to su
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import onnx_ir as ir
 from onnxscript import nn
 
@@ -32,7 +34,7 @@ GQA_REFUSED = (
 def latent_caches(cfg) -> list[LayerCache]:
     """Each layer's cache: the two halves of the row [latent, rotary key part]."""
     mla = cfg.mla
-    return [kv_cache(1, mla.cache_width)] * cfg.num_hidden_layers
+    return [replace(kv_cache(1, mla.cache_width), latent=True)] * cfg.num_hidden_layers
 
 
 class LatentUpProjection(nn.Module):

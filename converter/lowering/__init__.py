@@ -18,6 +18,7 @@ from converter.execution_providers import (
     SKIP_NORM,
     ExecutionProvider,
 )
+from converter.lowering.fp8_gqa import fold_fp8_cache_into_gqa, has_float8_cache
 from converter.lowering.int4 import Int4, quantize_embedding, quantize_matmuls
 from converter.lowering.int8 import quantize_matmuls_int8
 from converter.lowering.moe import quantize_dense_experts, quantize_experts
@@ -50,6 +51,7 @@ class LoweringError(MobiusError):
 
 INT4_MATMULS = "int4_matmuls"
 INT8_MATMULS = "int8_matmuls"
+FP8_CACHE_GQA = "fp8_cache_gqa"  # GroupQueryAttention nodes reading a float8 cache themselves
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,9 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
             report.fusions["int4_embeddings"] = quantize_embedding(
                 model, table, int4, float_type, quantizers
             )
+    fp8_cache_gqa = ep.gqa_fp8_cache and has_float8_cache(model)
+    if fp8_cache_gqa:
+        report.fusions[FP8_CACHE_GQA] = fold_fp8_cache_into_gqa(model)
     pretranspose(model)
     ops = count_ops(model)
     if ep.has(GQA):
@@ -158,6 +163,8 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
     if ops[f"{MS_DOMAIN}.{ENCODER_MHA}"]:
         report.fusions[ENCODER_MHA] = ops[f"{MS_DOMAIN}.{ENCODER_MHA}"]
     expected = expected_fusions(module, plan)
+    if fp8_cache_gqa:  # every GroupQueryAttention reads the float8 cache
+        expected[FP8_CACHE_GQA] = report.fusions.get(GQA, 0)
     for name in sorted(set(report.fusions) | set(expected)):
         found, want = report.fusions.get(name, 0), expected.get(name, 0)
         if found != want:

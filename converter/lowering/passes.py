@@ -176,7 +176,7 @@ def fuse_skip_norms(model: ir.Model) -> int:
             name=f"{norm.name}/skip",
         )
         graph.insert_before(norm, fused)
-        _take_place(norm.outputs[0], fused.outputs[0])
+        take_place(norm.outputs[0], fused.outputs[0])
         add.outputs[0].replace_all_uses_with(fused.outputs[3])
         graph.remove(norm, safe=True)
         graph.remove(add, safe=True)
@@ -187,7 +187,7 @@ def fuse_skip_norms(model: ir.Model) -> int:
     return count
 
 
-def _take_place(old: ir.Value, new: ir.Value) -> None:
+def take_place(old: ir.Value, new: ir.Value) -> None:
     """`new` replaces `old` everywhere; as a graph output (an encoder's last norm) it keeps
     `old`'s name, shape and type."""
     if old.is_graph_output():

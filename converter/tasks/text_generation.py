@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import onnx_ir as ir
 from onnxscript import GraphBuilder
 
+from converter.components.fp8_cache import KV_CACHE_DTYPES, Fp8Cache
 from converter.config import ArchitectureConfig
 from converter.errors import ConfigError
 from converter.tasks.base import (
@@ -50,6 +51,9 @@ class TextGenerationTask:
              position_ids [batch, sequence_length] (or [3, batch, sequence_length] with
              `mrope`), past_key_values.{i}.key / .value [batch, *the layer's cache shape]
     outputs: logits [batch, sequence_length, vocab_size], present.{i}.key / .value
+
+    The caches are in the graph's float type, or `kv_cache_dtype` ("float8e4m3fn": the
+    fp8-kv-cache feature, converter/components/fp8_cache.py).
     """
 
     name: str = "text-generation"
@@ -61,6 +65,14 @@ class TextGenerationTask:
     past_value: str = "past_key_values.%d.value"
     present_key: str = "present.%d.key"
     present_value: str = "present.%d.value"
+    kv_cache_dtype: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kv_cache_dtype not in (None, *KV_CACHE_DTYPES):
+            raise ConfigError(
+                f"kv_cache_dtype {self.kv_cache_dtype!r}: use one of "
+                f"{', '.join(KV_CACHE_DTYPES)} or None (the graph's float type)"
+            )
 
     def components(self, model, cfg: ArchitectureConfig, dtype: ir.DataType) -> list[Component]:
         if self.mrope and not (cfg.rope and cfg.rope.mrope_section):
@@ -82,21 +94,27 @@ class TextGenerationTask:
         attention_mask = builder.input("attention_mask", i64, [BATCH, "total_sequence_length"])
         position_ids = builder.input("position_ids", i64, [3, *seq] if self.mrope else seq)
         caches = model.caches()
+        fp8 = Fp8Cache(graph, caches, dtype) if self.kv_cache_dtype else None
+        stored = KV_CACHE_DTYPES[self.kv_cache_dtype] if fp8 else dtype
         past = [
             (
-                builder.input(self.past_key % i, dtype, _dims(cache.key, "past_sequence_length")),
+                builder.input(self.past_key % i, stored, _dims(cache.key, "past_sequence_length")),
                 builder.input(
-                    self.past_value % i, dtype, _dims(cache.value, "past_sequence_length")
+                    self.past_value % i, stored, _dims(cache.value, "past_sequence_length")
                 ),
             )
             for i, cache in enumerate(caches)
         ]
+        if fp8:
+            past = [fp8.dequantized(builder.op, i, *pair) for i, pair in enumerate(past)]
         inputs = DecoderInputs(tokens, self.inputs_embeds, attention_mask, position_ids, past, ids)
         logits, presents = model(builder.op, inputs)
         set_output(builder, logits, "logits", [*seq, cfg.logits_size], dtype)
         for i, ((key, value), cache) in enumerate(zip(presents, caches, strict=True)):
-            set_output(builder, key, self.present_key % i, _dims(cache.key), dtype)
-            set_output(builder, value, self.present_value % i, _dims(cache.value), dtype)
+            if fp8:
+                key, value = fp8.quantized(builder.op, i, key, value)
+            set_output(builder, key, self.present_key % i, _dims(cache.key), stored)
+            set_output(builder, value, self.present_value % i, _dims(cache.value), stored)
         if self.inputs_embeds:  # the token table, when the head is not tied to it
             drop_unused_initializers(graph)
         return [Component("decoder", MODEL_FILE, as_model(graph), model, self.io_names(), caches)]

@@ -21,6 +21,18 @@ THRESHOLDS: dict[str, dict[str, float]] = {
     "int4": {"min_cosine": 0.7, "top1_agreement": 0.7},
 }
 
+# a float8 cache (fp8-kv-cache) stores K and V within 6.25 %: no bound on the absolute
+# difference, and the looser of these and the dtype's (docs/build-features.md)
+FP8_KV_CACHE_THRESHOLDS = {"min_cosine": 0.99, "top1_agreement": 0.9}
+
+
+def thresholds_of(dtype: str, fp8_kv_cache: bool = False) -> dict[str, float]:
+    """The bounds a package of `dtype` is held to, with a float8 KV cache or not."""
+    bounds = THRESHOLDS[dtype]
+    if not fp8_kv_cache:
+        return dict(bounds)
+    return {m: min(b, bounds.get(m, b)) for m, b in FP8_KV_CACHE_THRESHOLDS.items()}
+
 
 @dataclass
 class ValidationReport:

@@ -8,10 +8,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import onnx_ir as ir
 import onnxruntime as ort
 
 from converter.dtypes import ORT_NUMPY
 from converter.package import GENAI_CONFIG
+
+FLOAT8 = "tensor(float8e4m3fn)"
 
 
 class OnnxDecoder:
@@ -68,7 +71,7 @@ class OnnxDecoder:
         past = {}
         for name, meta in self.past.items():
             dims = [batch, *(d if isinstance(d, int) else 0 for d in meta.shape[1:])]
-            past[name] = np.zeros(dims, ORT_NUMPY[meta.type])
+            past[name] = _feedable(np.zeros(dims, ORT_NUMPY[meta.type]), meta.type)
         return past
 
     def _calls(self, ids, mask, steps, feed_back: bool = False):
@@ -80,8 +83,11 @@ class OnnxDecoder:
             positions = np.stack([position] * 3) if self.mrope else position
             feeds = {"input_ids": token, "attention_mask": mask, "position_ids": positions, **past}
             logits, *presents = self.session.run(self.outputs, feeds)
-            named = zip(self.outputs[1:], presents, strict=True)
-            past = {self.present_to_past[name]: value for name, value in named}
+            names = [self.present_to_past[name] for name in self.outputs[1:]]
+            past = {
+                name: _feedable(value, self.past[name].type)
+                for name, value in zip(names, presents, strict=True)
+            }
             yield logits.astype(np.float32)
             if step >= len(steps):
                 return
@@ -89,6 +95,14 @@ class OnnxDecoder:
             step += 1
             mask = np.concatenate([mask, np.ones((batch, 1), mask.dtype)], axis=1)
             position = position[:, -1:] + 1
+
+
+def _feedable(array: np.ndarray, ort_type: str):
+    """`array` as onnxruntime takes it for an input of `ort_type`: a float8 cache (which
+    onnxruntime hands out as its bytes, uint8) only as an OrtValue of that type."""
+    if ort_type != FLOAT8:
+        return array
+    return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(array, ir.DataType.FLOAT8E4M3FN)
 
 
 class OnnxEncoder:
