@@ -12,7 +12,7 @@ from converter.features import TEXT_ONLY, UNREAD, parse_features, text_only
 from converter.lowering import Int4, LoweringReport, Plan, lower
 from converter.package import ModelPackage
 from converter.registry import family_for
-from converter.source import resolve_source
+from converter.source import Source, resolve_source
 from converter.tasks import TASKS
 from converter.tasks.choice import task_of
 from converter.weights import Checkpoint, bind
@@ -46,17 +46,47 @@ def build(
     `features` names build features (converter/features.py: `["text-only"]`); `release` saves
     the graphs without debug and provenance metadata (converter/release.py).
     """
+    execution_provider(ep, dtype)  # unsupported pairs and features fail before any download
+    parse_features(features)
+    int4 = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
+    source = resolve_source(model, revision=revision, token=token, progress=progress)
+    return build_source(
+        source,
+        Checkpoint(source.path),
+        ep=ep,
+        dtype=dtype,
+        int4=int4,
+        task=task,
+        features=features,
+        release=release,
+    )
+
+
+def build_source(
+    source: Source,
+    checkpoint: Checkpoint,
+    *,
+    ep: str,
+    dtype: str,
+    int4: Int4 | None = None,
+    task=None,
+    features=None,
+    release: bool = False,
+) -> ModelPackage:
+    """The build of `build()` from a resolved source: `source.path` holds config.json (and
+    the tokenizer and generation files), `checkpoint` the tensors under their checkpoint names
+    (a folder's safetensors, or a GGUF file's tensors); `int4` the int4 settings when `dtype`
+    is int4."""
     provider = execution_provider(ep, dtype)
     features = parse_features(features)
-    quantization = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
-    source = resolve_source(model, revision=revision, token=token, progress=progress)
+    quantization = (int4 or Int4()) if dtype == "int4" else None
     raw = read_config(source.path / "config.json")
     model_type = model_type_of(raw)
     family = family_for(model_type)
     cfg = family.rules.read(ConfigReader(family.rules.select(raw), model_type))
     if hasattr(cfg, "vocab_size"):  # image encoders have no tokens to check
         check_generation_config(source.path, cfg.vocab_size)
-    checkpoint = Checkpoint(source.path).renamed(family.renames)
+    checkpoint = checkpoint.renamed(family.renames)
     if TEXT_ONLY in features:
         family, cfg, checkpoint = text_only(family, cfg, checkpoint)
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]

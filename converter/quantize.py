@@ -113,6 +113,32 @@ def quantize_q4(weight: np.ndarray, block_size: int = 32, symmetric: bool = True
     return Q4Weight(packed, scales, zero_points, k, block_size)
 
 
+def from_codes(codes: np.ndarray, scales: np.ndarray, k: int) -> Q4Weight:
+    """Symmetric 4-bit blocks given as they are (zero point 8, as the MatMulNBits default):
+    ``codes`` uint8 [N, n_blocks, block_size] in 0..15, ``scales`` float32 [N, n_blocks]. For
+    weights already quantized elsewhere (a GGUF Q4_0 tensor), kept without requantizing."""
+    n, n_blocks, block_size = codes.shape
+    packed = _pack_nibbles(codes).reshape(n, n_blocks, block_size // 2)
+    return Q4Weight(packed, np.ascontiguousarray(scales, np.float32), None, k, block_size)
+
+
+def concat_rows(weights: list[Q4Weight]) -> Q4Weight:
+    """Several weights' blocks stacked along N (packed q/k/v): rows are quantized apart."""
+    first = weights[0]
+    if any(
+        w.zero_points is not None or (w.k, w.block_size) != (first.k, first.block_size)
+        for w in weights
+    ):
+        raise ValueError("only symmetric weights of one K and block size stack")
+    return Q4Weight(
+        np.concatenate([w.packed for w in weights]),
+        np.concatenate([w.scales for w in weights]),
+        None,
+        first.k,
+        first.block_size,
+    )
+
+
 def to_dequantize_linear(q: Q4Weight) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The standard-ONNX form: ``(values [K, N], scales [n_blocks, N], zero_points | None)``.
 

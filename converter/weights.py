@@ -93,14 +93,21 @@ class Checkpoint:
                     raise WeightsError(f"tensor '{ref.name}' appears in two shards")
                 self.tensors[ref.name] = ref
 
+    @classmethod
+    def of(cls, folder: Path, tensors: dict) -> Checkpoint:
+        """A checkpoint over tensors indexed elsewhere (a GGUF file's), by module path: each
+        entry has a TensorRef's `name`, `dtype`, `shape` and `load()`."""
+        view = object.__new__(cls)
+        view.folder, view.tensors = Path(folder), dict(tensors)
+        return view
+
     def renamed(self, renames: Sequence[tuple[str, str]]) -> Checkpoint:
         """The same tensors under the module paths: each (pattern, replacement) of `renames`
         rewrites the names it matches, in order (a family's other checkpoint layouts). Errors
         keep naming the checkpoint's own tensor."""
         if not renames:
             return self
-        view = object.__new__(Checkpoint)
-        view.folder, view.tensors = self.folder, {}
+        view = Checkpoint.of(self.folder, {})
         for name, ref in self.tensors.items():
             target = name
             for pattern, replacement in renames:
@@ -374,18 +381,21 @@ def _listing(what: str, names: list[str]) -> str:
 
 
 def _lazy_cast(ref: TensorRef, dtype: ir.DataType) -> SourceTensor:
-    return SourceTensor(ref.load, dtype, ref.shape, ref.name)
+    q4 = getattr(ref, "q4", None)  # a GGUF Q4_0 tensor's blocks; safetensors refs have none
+    return SourceTensor(ref.load, dtype, ref.shape, ref.name, q4)
 
 
 class SourceTensor(ir.LazyTensor):
     """A weight computed when written: `source()` gives the array still in the checkpoint's
     dtype; the cast to `dtype` happens last. Passes that transpose, concatenate or quantize
-    compose on `source` so they touch the narrow checkpoint dtype, not a cast copy."""
+    compose on `source` so they touch the narrow checkpoint dtype, not a cast copy.
+    `q4`, where not None, gives the same [N, K] values as 4-bit blocks (converter.quantize's
+    Q4Weight) the checkpoint already holds, for an int4 build to keep without requantizing."""
 
-    __slots__ = ("source",)
+    __slots__ = ("q4", "source")
 
-    def __init__(self, source, dtype: ir.DataType, shape, name: str):
-        self.source = source
+    def __init__(self, source, dtype: ir.DataType, shape, name: str, q4=None):
+        self.source, self.q4 = source, q4
         target = NUMPY_OF[dtype]
 
         def load() -> ir.Tensor:

@@ -174,6 +174,13 @@ class _LazyQ4(LazyResult):
         self.blocks = -(-self.k // int4.block_size)
 
     def _quantize(self):
+        # 4-bit blocks the checkpoint already holds (GGUF Q4_0), kept when these settings would
+        # make the same kind: symmetric (zero point 8), of the same block size
+        blocks = getattr(self.source, "q4", None)
+        if blocks is not None and self.layout_nk and self.int4.symmetric:
+            q4 = blocks()
+            if q4.block_size == self.int4.block_size:
+                return self.form(q4)
         weight = source_array(self.source)
         weight = weight if self.layout_nk else np.ascontiguousarray(weight.T)
         return self.form(quantize_q4(weight, self.int4.block_size, self.int4.symmetric))

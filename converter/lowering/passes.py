@@ -7,10 +7,12 @@ memory-mapped checkpoint only when the package is written.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 import onnx_ir as ir
 
+from converter.quantize import Q4Weight, concat_rows
 from converter.weights import SourceTensor, source_array
 
 MS_DOMAIN = "com.microsoft"
@@ -46,7 +48,8 @@ def fold_packed_weights(model: ir.Model) -> int:
         dims = list(parts[0].shape.dims)
         dims[axis] = sum(p.shape.dims[axis] for p in parts)
         name = _packed_name([p.name for p in parts])
-        value = _replace_with_initializer(graph, node, name, concat, tensors[0].dtype, dims)
+        q4 = _stacked_q4(tensors) if axis == 0 else None
+        value = _replace_with_initializer(graph, node, name, concat, tensors[0].dtype, dims, q4)
         for other in concats - {node}:
             other.outputs[0].replace_all_uses_with(value)
             graph.remove(other, safe=True)
@@ -54,6 +57,14 @@ def fold_packed_weights(model: ir.Model) -> int:
             graph.initializers.pop(part.name, None)
         count += 1
     return count
+
+
+def _stacked_q4(tensors: list) -> Callable[[], Q4Weight] | None:
+    """Weights stacked along N keep the 4-bit blocks each part already holds (GGUF Q4_0)."""
+    parts = [getattr(t, "q4", None) for t in tensors]
+    if None in parts:
+        return None
+    return lambda: concat_rows([part() for part in parts])
 
 
 def _concat_key(node: ir.Node) -> tuple | None:
@@ -69,13 +80,13 @@ def _packed_name(names: list[str]) -> str:
     return f"{prefix}.{'+'.join(s[1] for s in stems)}.{suffix}"
 
 
-def _replace_with_initializer(graph, node, name, source, dtype, dims) -> ir.Value:
+def _replace_with_initializer(graph, node, name, source, dtype, dims, q4=None) -> ir.Value:
     """Replace `node`'s output by an initializer computed by `source()` when written."""
     value = ir.Value(
         name=name,
         shape=ir.Shape(dims),
         type=ir.TensorType(dtype),
-        const_value=SourceTensor(source, dtype, dims, name),
+        const_value=SourceTensor(source, dtype, dims, name, q4),
     )
     graph.register_initializer(value)
     node.outputs[0].replace_all_uses_with(value)
