@@ -1,0 +1,217 @@
+"""build-gguf: GGUF files written from tiny transformers models the way llama.cpp writes them,
+built, and compared with transformers (F32/F16 on the same weights; quantized types against
+transformers holding the dequantized weights); a Q4_0 file's blocks become the cpu/int4
+MatMulNBits weights bit for bit."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import gguf
+import numpy as np
+import onnx_ir as ir
+import pytest
+
+from converter.errors import UnsupportedModelError, WeightsError
+from converter.gguf.build_gguf import build_gguf
+from converter.validate.metrics import compare
+from converter.validate.reference import TransformersReference
+from converter.validate.runtime import OnnxDecoder
+from tests.gguf_files import Q, quantize, write_gguf
+from tests.parity.reference import make_checkpoint
+from tests.parity.test_parity import PROMPT, STEPS, TOLERANCE
+
+# What a GGUF file cannot say, set to what llama.cpp assumes: no Llama 3 rope scaling (llama.cpp
+# precomputes it into a tensor), no sliding window for a Mistral written as llama, Gemma 2's
+# query scale 1/sqrt(head_dim).
+GGUF_EXPRESSIBLE = {
+    "llama": {"rope_scaling": None},
+    "mistral": {"sliding_window": None},
+    "gemma2": {"query_pre_attn_scalar": 24},
+}
+# Q4_K blocks hold 256 values: rows of 256
+Q4_K_SIZES = {"hidden_size": 256, "intermediate_size": 256, "head_dim": 64}
+CASES = [
+    *[(arch, "F32", "default") for arch in ("llama", "mistral", "qwen2", "qwen3")],
+    *[(arch, "F32", "default") for arch in ("gemma", "gemma2", "gemma3_text", "phi3")],
+    ("llama", "F16", "cpu"),
+    ("gemma3_text", "F16", "cpu"),
+    ("phi3", "Q8_0", "cpu"),
+    ("qwen3", "Q8_0", "default"),
+    ("llama", "Q4_0", "default"),
+    ("gemma2", "Q4_0", "cpu"),
+    ("llama", "Q4_K", "default"),
+]
+
+
+def _model_and_file(arch: str, kind: str, folder, **sizes):
+    model = make_checkpoint(arch, folder / "hf", **GGUF_EXPRESSIBLE.get(arch, {}), **sizes)
+    held = write_gguf(model, folder / "model.gguf", Q[kind])
+    model.load_state_dict(held, strict=False)  # the weights the file holds, dequantized
+    return model, folder / "model.gguf"
+
+
+@pytest.mark.parametrize(("arch", "kind", "ep"), CASES)
+def test_logits_match_transformers(arch, kind, ep, tmp_path):
+    model, path = _model_and_file(arch, kind, tmp_path, **(Q4_K_SIZES if kind == "Q4_K" else {}))
+    package = build_gguf(path, ep=ep, dtype="f32")
+    assert package.config.model_type == ("llama" if arch == "mistral" else arch)
+    package.save(tmp_path / "out", progress=False)
+    mask = np.ones_like(PROMPT)
+    expected = TransformersReference(model).run(PROMPT, mask, STEPS)
+    actual = OnnxDecoder(tmp_path / "out").run(PROMPT, mask, STEPS)
+    diffs = [compare(e, a).max_abs_diff for e, a in zip(expected, actual, strict=True)]
+    print(f"{arch} {kind} {ep}: prefill / decode x3 max abs diff:", diffs)
+    assert max(diffs) <= TOLERANCE, diffs
+    manifest = json.loads((tmp_path / "out" / "mobius.json").read_text())
+    assert manifest["source"]["path"] == str(path.resolve())
+
+
+def test_q4_0_becomes_cpu_int4_with_its_own_blocks(tmp_path):
+    """Llama's q/k rows (stored permuted) and q/k/v packed into one MatMulNBits on cpu: every
+    MatMulNBits holds the GGUF's 4-bit codes and f16 scales, re-paired into its byte order."""
+    model, path = _model_and_file("llama", "Q4_0", tmp_path)
+    package = build_gguf(path, ep="cpu", dtype="int4")
+    package.save(tmp_path / "out", progress=False)
+    saved = ir.load(tmp_path / "out" / "model.onnx").graph
+    blocks = _gguf_blocks_by_hf_name(path, model.config)
+    nodes = [n for n in saved if n.op_type == "MatMulNBits"]
+    assert len(nodes) == 2 * 4  # per layer: packed q/k/v, o, packed gate/up, down
+    for node in nodes:
+        hf_names = _hf_names(node.inputs[1].name)
+        expected = np.concatenate([blocks[name] for name in hf_names])  # [N, blocks, 18]
+        codes = np.concatenate((expected[..., 2:] & 0x0F, expected[..., 2:] >> 4), axis=-1)
+        want_bytes = codes[..., 0::2] | (codes[..., 1::2] << 4)  # MatMulNBits: pairs per byte
+        want_scales = np.ascontiguousarray(expected[..., :2]).view(np.float16)[..., 0]
+        got_bytes = node.inputs[1].const_value.numpy()
+        got_scales = node.inputs[2].const_value.numpy()
+        assert got_bytes.tobytes() == want_bytes.tobytes(), node.inputs[1].name
+        assert np.array_equal(got_scales, want_scales.astype(np.float32)), node.inputs[2].name
+        assert len(node.inputs) == 3  # no zero points: 8, as Q4_0's codes
+    mask = np.ones_like(PROMPT)
+    expected = TransformersReference(model).run(PROMPT, mask, STEPS)
+    actual = OnnxDecoder(tmp_path / "out").run(PROMPT, mask, STEPS)
+    e, a = np.concatenate(expected, 1), np.concatenate(actual, 1)
+    # cpu MatMulNBits computes with int8 activations (accuracy level 4)
+    assert np.abs(e - a).max() / np.abs(e).max() <= 0.05
+
+
+def _gguf_blocks_by_hf_name(path, config) -> dict[str, np.ndarray]:
+    """Each quantized weight's Q4_0 blocks [rows, blocks, 18] in Hugging Face row order."""
+    reader = gguf.GGUFReader(path)
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, config.num_hidden_layers)
+    by_gguf = {t.name: t for t in reader.tensors}
+    blocks = {}
+    for hf in _linear_names(config):
+        tensor = by_gguf[names.get_name(hf, try_suffixes=(".weight",))]
+        rows = np.asarray(tensor.data).reshape(tensor.data.shape[0], -1, 18)
+        blocks[hf] = rows[_hf_row_order(hf, config, rows.shape[0])]
+    return blocks
+
+
+def _hf_row_order(name: str, config, n: int) -> np.ndarray:
+    """The rows llama.cpp's permutation sent each Hugging Face q/k row to, inverted."""
+    if ".q_proj." not in name and ".k_proj." not in name:
+        return np.arange(n)
+    heads = config.num_attention_heads if ".q_proj." in name else config.num_key_value_heads
+    permuted = np.arange(n).reshape(heads, 2, n // heads // 2).swapaxes(1, 2).reshape(-1)
+    return np.argsort(permuted)
+
+
+def _linear_names(config) -> list[str]:
+    parts = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj")
+    parts += ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
+    return [f"model.layers.{i}.{p}.weight" for i in range(config.num_hidden_layers) for p in parts]
+
+
+def _hf_names(initializer: str) -> list[str]:
+    """'model.layers.0.self_attn.q_proj+k_proj+v_proj.weight.q4' -> its three weights."""
+    stem, modules, _ = initializer.removesuffix(".q4").rsplit(".", 2)
+    return [f"{stem}.{m}.weight" for m in modules.split("+")]
+
+
+def test_q4_0_int4_without_its_block_settings_is_requantized(tmp_path):
+    """Block size 64 is not Q4_0's: the dequantized weights are quantized again (and run)."""
+    _, path = _model_and_file("qwen2", "Q4_0", tmp_path)
+    package = build_gguf(path, ep="cpu", dtype="int4", int4_block_size=64)
+    package.save(tmp_path / "out", progress=False)
+    nodes = [
+        n for n in ir.load(tmp_path / "out" / "model.onnx").graph if n.op_type == "MatMulNBits"
+    ]
+    assert nodes and all(n.attributes.get_int("block_size") == 64 for n in nodes)
+
+
+def _write(path, arch="llama", tensors=None, **keys):
+    writer = gguf.GGUFWriter(path, arch)
+    for key, value in keys.items():
+        writer.add_uint32(f"{arch}.{key}", value)
+    for name, (array, kind) in (tensors or {}).items():
+        writer.add_tensor(name, array, raw_dtype=kind)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_refuses_a_file_that_is_not_gguf(tmp_path):
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"PK\x03\x04" + bytes(100))
+    with pytest.raises(WeightsError, match="not a GGUF file"):
+        build_gguf(path)
+
+
+def test_refuses_absurd_counts_before_parsing(tmp_path):
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 10**12, 1))
+    with pytest.raises(WeightsError, match="declares 1,000,000,000,000 tensors"):
+        build_gguf(path)
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 1, 10**9))
+    with pytest.raises(WeightsError, match="metadata keys"):
+        build_gguf(path)
+
+
+def test_refuses_a_truncated_file(tmp_path):
+    _, path = _model_and_file("qwen2", "F32", tmp_path)
+    path.write_bytes(path.read_bytes()[:3000])
+    with pytest.raises(WeightsError, match="corrupt GGUF"):
+        build_gguf(path)
+
+
+def test_refuses_an_unsupported_architecture_by_name(tmp_path):
+    path = _write(tmp_path / "model.gguf", arch="rwkv7")
+    with pytest.raises(UnsupportedModelError, match=r"'rwkv7'.*gemma, gemma2, gemma3, llama"):
+        build_gguf(path)
+
+
+def test_refuses_an_unsupported_tensor_type_by_name(tmp_path):
+    _, path = _model_and_file("qwen2", "F32", tmp_path)
+    reader = gguf.GGUFReader(path)
+    writer = gguf.GGUFWriter(tmp_path / "iq.gguf", "qwen2")
+    for name, field in reader.fields.items():
+        if not name.startswith(("GGUF.", "general.architecture")):
+            writer.add_key_value(name, field.contents(), field.types[0], field.types[-1])
+    for t in reader.tensors:
+        kind = Q.IQ4_NL if t.name == "blk.0.ffn_down.weight" else Q(t.tensor_type)
+        data = np.asarray(t.data)
+        if kind == Q.IQ4_NL:  # same block size and bytes as Q4_0
+            data = quantize(data.reshape(t.data.shape), Q.Q4_0)
+        writer.add_tensor(t.name, data, raw_dtype=kind if data.dtype == np.uint8 else None)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(WeightsError, match=r"'blk\.0\.ffn_down\.weight' is IQ4_NL"):
+        build_gguf(tmp_path / "iq.gguf")
+
+
+def test_cli_builds_a_gguf_file(tmp_path, capsys):
+    from mobius.cli import main
+
+    _, path = _model_and_file("qwen3", "Q8_0", tmp_path)
+    code = main(["build-gguf", str(path), "--output", str(tmp_path / "out"), "--no-progress"])
+    assert code == 0
+    assert "wrote qwen3 (default, f32) package" in capsys.readouterr().out
+    assert (tmp_path / "out" / "model.onnx").is_file()
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["model_type"] == "qwen3"
