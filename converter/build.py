@@ -52,7 +52,6 @@ def build(
     source = resolve_source(model, revision=revision, token=token, progress=progress)
     return build_source(
         source,
-        Checkpoint(source.path),
         ep=ep,
         dtype=dtype,
         int4=int4,
@@ -64,7 +63,7 @@ def build(
 
 def build_source(
     source: Source,
-    checkpoint: Checkpoint,
+    checkpoint: Checkpoint | None = None,
     *,
     ep: str,
     dtype: str,
@@ -75,8 +74,8 @@ def build_source(
 ) -> ModelPackage:
     """The build of `build()` from a resolved source: `source.path` holds config.json (and
     the tokenizer and generation files), `checkpoint` the tensors under their checkpoint names
-    (a folder's safetensors, or a GGUF file's tensors); `int4` the int4 settings when `dtype`
-    is int4."""
+    (None: the folder's safetensors, read once the config is known to be supported; a GGUF
+    file's tensors); `int4` the int4 settings when `dtype` is int4."""
     provider = execution_provider(ep, dtype)
     features = parse_features(features)
     quantization = (int4 or Int4()) if dtype == "int4" else None
@@ -86,7 +85,7 @@ def build_source(
     cfg = family.rules.read(ConfigReader(family.rules.select(raw), model_type))
     if hasattr(cfg, "vocab_size"):  # image encoders have no tokens to check
         check_generation_config(source.path, cfg.vocab_size)
-    checkpoint = checkpoint.renamed(family.renames)
+    checkpoint = (checkpoint or Checkpoint(source.path)).renamed(family.renames)
     if TEXT_ONLY in features:
         family, cfg, checkpoint = text_only(family, cfg, checkpoint)
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
