@@ -30,7 +30,7 @@ def write_gguf(model, path: Path, qtype: Q = Q.F32) -> dict[str, torch.Tensor]:
     cfg = model.config
     arch = ARCHS[cfg.model_type]
     writer = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[arch])
-    _metadata(writer, cfg, arch)
+    _metadata(writer, model, arch)
     names = gguf.get_tensor_name_map(arch, cfg.num_hidden_layers)
     state = {k: v for k, v in model.state_dict().items() if "rotary_emb" not in k}
     if cfg.tie_word_embeddings:
@@ -63,7 +63,8 @@ def dequantize(data: np.ndarray, kind: Q, shape) -> np.ndarray:
     return gguf.quants.dequantize(data, kind).reshape(shape).astype(np.float32)
 
 
-def _metadata(w: gguf.GGUFWriter, cfg, arch) -> None:
+def _metadata(w: gguf.GGUFWriter, model, arch) -> None:
+    cfg = model.config
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
@@ -85,6 +86,8 @@ def _metadata(w: gguf.GGUFWriter, cfg, arch) -> None:
     if rope.get("rope_type") == "linear":
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(rope["factor"])
+    if rope.get("rope_type") == "llama3":  # llama.cpp stores each frequency's divisor
+        w.add_tensor("rope_freqs.weight", _rope_divisors(model))
     if rope.get("rope_type") == "longrope":  # Phi-3: its factors as tensors, as llama.cpp does
         original = getattr(cfg, "original_max_position_embeddings", None)
         w.add_rope_scaling_orig_ctx_len(original or rope["original_max_position_embeddings"])
@@ -99,6 +102,15 @@ def _metadata(w: gguf.GGUFWriter, cfg, arch) -> None:
         w.add_final_logit_softcapping(cfg.final_logit_softcapping)
     if arch == gguf.MODEL_ARCH.GEMMA3:
         w.add_rope_freq_base_swa(cfg.rope_parameters["sliding_attention"]["rope_theta"])
+
+
+def _rope_divisors(model) -> np.ndarray:
+    """The unscaled rotary frequencies over the model's own (scaled) ones."""
+    scaled = model.model.rotary_emb.inv_freq.double().numpy()
+    dim = 2 * len(scaled)
+    theta = model.config.rope_parameters["rope_theta"]
+    unscaled = 1.0 / theta ** (np.arange(0, dim, 2, dtype=np.float32) / dim).astype(np.float64)
+    return (unscaled / scaled).astype(np.float32)
 
 
 def _llama_cpp_layout(name: str, array: np.ndarray, cfg, arch) -> np.ndarray:

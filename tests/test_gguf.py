@@ -22,11 +22,10 @@ from tests.gguf_files import Q, quantize, write_gguf
 from tests.parity.reference import make_checkpoint
 from tests.parity.test_parity import PROMPT, STEPS, TOLERANCE
 
-# What a GGUF file cannot say, set to what llama.cpp assumes: no Llama 3 rope scaling (llama.cpp
-# precomputes it into a tensor), no sliding window for a Mistral written as llama, Gemma 2's
-# query scale 1/sqrt(head_dim).
+# What a GGUF file cannot say, set to what llama.cpp assumes: no sliding window for a Mistral
+# written as llama, Gemma 2's query scale 1/sqrt(head_dim). (The llama case has Llama 3 rope
+# scaling, which the file holds as rope_freqs.weight.)
 GGUF_EXPRESSIBLE = {
-    "llama": {"rope_scaling": None},
     "mistral": {"sliding_window": None},
     "gemma2": {"query_pre_attn_scalar": 24},
 }

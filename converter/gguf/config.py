@@ -27,6 +27,7 @@ MODEL_TYPES = {
 DEFAULT_SWA_PATTERN = {"gemma2": 2, "gemma3": 6}
 GEMMA = ("gemma", "gemma2", "gemma3")
 ROPE_FACTORS = ("rope_factors_long.weight", "rope_factors_short.weight")
+ROPE_FREQS = "rope_freqs.weight"
 
 
 def model_type_of(gguf: GgufFile) -> str:
@@ -49,11 +50,6 @@ def hf_config(gguf: GgufFile) -> dict[str, Any]:
             raise WeightsError(f"{gguf.path.name} lacks the metadata key {arch}.{name}")
         return value
 
-    if "rope_freqs.weight" in gguf.tensors:
-        raise WeightsError(
-            f"{gguf.path.name} carries rope_freqs.weight (llama.cpp's precomputed Llama 3 rope "
-            "scaling), which build-gguf does not read yet; convert the safetensors checkpoint"
-        )
     heads = key("attention.head_count", required=True)
     hidden = key("embedding_length", required=True)
     head_dim = key("attention.key_length", hidden // heads)
@@ -100,8 +96,15 @@ def _token_ids(meta: dict[str, Any]) -> dict[str, int]:
 
 
 def _rope_scaling(gguf: GgufFile, key) -> dict[str, Any]:
+    if ROPE_FREQS in gguf.tensors:
+        # Llama 3's rope scaling, which llama.cpp stores as one divisor per frequency: the
+        # same divisors at every length, i.e. LongRoPE with one set of factors and no
+        # attention scaling
+        factors = _floats(gguf, ROPE_FREQS)
+        scaling = {"rope_type": "longrope", "short_factor": factors, "long_factor": factors}
+        return {"rope_scaling": {**scaling, "attention_factor": 1.0}}
     if all(name in gguf.tensors for name in ROPE_FACTORS):  # Phi-3's LongRoPE factors
-        long, short = (gguf.tensors[name].data.astype(float).tolist() for name in ROPE_FACTORS)
+        long, short = (_floats(gguf, name) for name in ROPE_FACTORS)
         return {
             "rope_scaling": {"type": "longrope", "long_factor": long, "short_factor": short},
             "original_max_position_embeddings": key(
@@ -119,6 +122,13 @@ def _rope_scaling(gguf: GgufFile, key) -> dict[str, Any]:
         scaling = {"rope_type": "yarn", "factor": factor}
         return {"rope_scaling": {**scaling, "original_max_position_embeddings": original}}
     raise WeightsError(f"{gguf.path.name}: rope scaling type '{kind}' is not supported")
+
+
+def _floats(gguf: GgufFile, name: str) -> list[float]:
+    tensor = gguf.tensors[name]
+    if tensor.type != "F32" or len(tensor.shape) != 1:
+        raise WeightsError(f"{name} must be a 1-D F32 tensor, not {tensor.type} {tensor.shape}")
+    return tensor.data.astype(float).tolist()
 
 
 def _gemma_attention(gguf: GgufFile, key, layers: int, head_dim: int) -> dict[str, Any]:

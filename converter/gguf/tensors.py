@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from converter.errors import WeightsError
-from converter.gguf.config import GEMMA, ROPE_FACTORS
+from converter.gguf.config import GEMMA, ROPE_FACTORS, ROPE_FREQS
 from converter.gguf.reader import GgufFile, GgufTensor
 from converter.quantize import Q4Weight, from_codes
 from converter.weights import Checkpoint
@@ -70,7 +70,7 @@ def gguf_checkpoint(gguf: GgufFile, config: dict) -> Checkpoint:
     """`gguf`'s tensors under Hugging Face names (`config`: its hf_config)."""
     arch, refs = gguf.architecture, {}
     for name, tensor in gguf.tensors.items():
-        if name in ROPE_FACTORS:  # read into the config's rope scaling
+        if name in (*ROPE_FACTORS, ROPE_FREQS):  # read into the config's rope scaling
             continue
         target = hf_name(name, arch)
         if target is None:
