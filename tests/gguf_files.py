@@ -66,6 +66,7 @@ def dequantize(data: np.ndarray, kind: Q, shape) -> np.ndarray:
 def _metadata(w: gguf.GGUFWriter, model, arch) -> None:
     cfg = model.config
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    w.add_vocab_size(cfg.vocab_size)
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
     w.add_block_count(cfg.num_hidden_layers)

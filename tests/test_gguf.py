@@ -35,6 +35,7 @@ CASES = [
     *[(arch, "F32", "default") for arch in ("llama", "mistral", "qwen2", "qwen3")],
     *[(arch, "F32", "default") for arch in ("gemma", "gemma2", "gemma3_text", "phi3")],
     ("llama", "F16", "cpu"),
+    ("qwen2", "BF16", "default"),
     ("gemma3_text", "F16", "cpu"),
     ("phi3", "Q8_0", "cpu"),
     ("qwen3", "Q8_0", "default"),
