@@ -6,6 +6,7 @@ MatMulNBits weights bit for bit."""
 from __future__ import annotations
 
 import json
+import re
 import struct
 
 import gguf
@@ -13,7 +14,7 @@ import numpy as np
 import onnx_ir as ir
 import pytest
 
-from converter.errors import UnsupportedModelError, WeightsError
+from converter.errors import SourceError, UnsupportedModelError, WeightsError
 from converter.gguf.build_gguf import build_gguf
 from converter.validate.metrics import compare
 from converter.validate.reference import TransformersReference
@@ -70,24 +71,25 @@ def test_logits_match_transformers(arch, kind, ep, tmp_path):
 
 def test_q4_0_becomes_cpu_int4_with_its_own_blocks(tmp_path):
     """Llama's q/k rows (stored permuted) and q/k/v packed into one MatMulNBits on cpu: every
-    MatMulNBits holds the GGUF's 4-bit codes and f16 scales, re-paired into its byte order."""
+    MatMulNBits (and, with int4_lm_head, the head's and the embedding's GatherBlockQuantized)
+    holds the GGUF's 4-bit codes and f16 scales, re-paired into the kernel's byte order."""
     model, path = _model_and_file("llama", "Q4_0", tmp_path)
-    package = build_gguf(path, ep="cpu", dtype="int4")
+    package = build_gguf(path, ep="cpu", dtype="int4", int4_lm_head=True)
     package.save(tmp_path / "out", progress=False)
     saved = ir.load(tmp_path / "out" / "model.onnx").graph
     blocks = _gguf_blocks_by_hf_name(path, model.config)
-    nodes = [n for n in saved if n.op_type == "MatMulNBits"]
-    assert len(nodes) == 2 * 4  # per layer: packed q/k/v, o, packed gate/up, down
+    nodes = [n for n in saved if n.op_type in ("MatMulNBits", "GatherBlockQuantized")]
+    # per layer: packed q/k/v, o, packed gate/up, down; the head; the embedding
+    assert len(nodes) == 2 * 4 + 2
     for node in nodes:
-        hf_names = _hf_names(node.inputs[1].name)
-        expected = np.concatenate([blocks[name] for name in hf_names])  # [N, blocks, 18]
+        data, scales = (node.inputs[i] for i in ((0, 2) if node.op_type[0] == "G" else (1, 2)))
+        expected = np.concatenate([blocks[name] for name in _hf_names(data.name)])
         codes = np.concatenate((expected[..., 2:] & 0x0F, expected[..., 2:] >> 4), axis=-1)
-        want_bytes = codes[..., 0::2] | (codes[..., 1::2] << 4)  # MatMulNBits: pairs per byte
+        want_bytes = codes[..., 0::2] | (codes[..., 1::2] << 4)  # the kernels: pairs per byte
         want_scales = np.ascontiguousarray(expected[..., :2]).view(np.float16)[..., 0]
-        got_bytes = node.inputs[1].const_value.numpy()
-        got_scales = node.inputs[2].const_value.numpy()
-        assert got_bytes.tobytes() == want_bytes.tobytes(), node.inputs[1].name
-        assert np.array_equal(got_scales, want_scales.astype(np.float32)), node.inputs[2].name
+        assert data.const_value.numpy().tobytes() == want_bytes.tobytes(), data.name
+        got_scales = scales.const_value.numpy().reshape(want_scales.shape)
+        assert np.array_equal(got_scales, want_scales.astype(np.float32)), scales.name
         assert len(node.inputs) == 3  # no zero points: 8, as Q4_0's codes
     mask = np.ones_like(PROMPT)
     expected = TransformersReference(model).run(PROMPT, mask, STEPS)
@@ -98,12 +100,12 @@ def test_q4_0_becomes_cpu_int4_with_its_own_blocks(tmp_path):
 
 
 def _gguf_blocks_by_hf_name(path, config) -> dict[str, np.ndarray]:
-    """Each quantized weight's Q4_0 blocks [rows, blocks, 18] in Hugging Face row order."""
+    """Each Q4_0 weight's blocks [rows, blocks, 18] in Hugging Face row order."""
     reader = gguf.GGUFReader(path)
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, config.num_hidden_layers)
     by_gguf = {t.name: t for t in reader.tensors}
     blocks = {}
-    for hf in _linear_names(config):
+    for hf in (*_linear_names(config), "model.embed_tokens.weight", "lm_head.weight"):
         tensor = by_gguf[names.get_name(hf, try_suffixes=(".weight",))]
         rows = np.asarray(tensor.data).reshape(tensor.data.shape[0], -1, 18)
         blocks[hf] = rows[_hf_row_order(hf, config, rows.shape[0])]
@@ -126,9 +128,10 @@ def _linear_names(config) -> list[str]:
 
 
 def _hf_names(initializer: str) -> list[str]:
-    """'model.layers.0.self_attn.q_proj+k_proj+v_proj.weight.q4' -> its three weights."""
-    stem, modules, _ = initializer.removesuffix(".q4").rsplit(".", 2)
-    return [f"{stem}.{m}.weight" for m in modules.split("+")]
+    """'model.layers.0.self_attn.q_proj+k_proj+v_proj.weight.q4' -> its three weights;
+    'model.embed_tokens.weight.gather_q4.data' -> the table."""
+    stem, _, modules = re.sub(r"\.weight\..*", "", initializer).rpartition(".")
+    return [".".join(filter(None, (stem, m, "weight"))) for m in modules.split("+")]
 
 
 def test_q4_0_int4_without_its_block_settings_is_requantized(tmp_path):
@@ -204,6 +207,15 @@ def test_refuses_an_unsupported_tensor_type_by_name(tmp_path):
     writer.close()
     with pytest.raises(WeightsError, match=r"'blk\.0\.ffn_down\.weight' is IQ4_NL"):
         build_gguf(tmp_path / "iq.gguf")
+
+
+def test_validate_asks_for_a_safetensors_source(tmp_path):
+    from converter.validate import validate
+
+    _, path = _model_and_file("qwen2", "F32", tmp_path)
+    build_gguf(path).save(tmp_path / "out", progress=False)
+    with pytest.raises(SourceError, match=re.escape(f"from the GGUF file {path.resolve()}")):
+        validate(tmp_path / "out")
 
 
 def test_cli_builds_a_gguf_file(tmp_path, capsys):
