@@ -74,6 +74,18 @@ def register(commands: argparse._SubParsersAction) -> None:
     g.add_argument("--dtype", default="f32", choices=tuple(DTYPES))
     g.add_argument("--ep", default="default", choices=tuple(EXECUTION_PROVIDERS))
     g.add_argument(
+        "--int4-block-size",
+        type=int,
+        default=32,
+        choices=(16, 32, 64, 128),
+        help="int4 block (32 keeps Q4_0 blocks as they are; others requantize them)",
+    )
+    g.add_argument(
+        "--int4-lm-head",
+        action="store_true",
+        help="also quantize the lm_head (and the embedding where the EP can) to int4",
+    )
+    g.add_argument(
         "--release",
         action="store_true",
         help="save the graphs without debug and provenance metadata (doc strings, node origins)",
@@ -133,7 +145,14 @@ def _build(args: argparse.Namespace) -> int:
 def _build_gguf(args: argparse.Namespace) -> int:
     from converter.gguf.build_gguf import build_gguf  # imports gguf
 
-    package = build_gguf(args.file, ep=args.ep, dtype=args.dtype, release=args.release)
+    package = build_gguf(
+        args.file,
+        ep=args.ep,
+        dtype=args.dtype,
+        int4_block_size=args.int4_block_size,
+        int4_lm_head=args.int4_lm_head,
+        release=args.release,
+    )
     return _saved(package, args)
 
 
