@@ -56,6 +56,11 @@ def write_gguf(model, path: Path, qtype: Q = Q.F32) -> dict[str, torch.Tensor]:
 def quantize(array: np.ndarray, kind: Q) -> np.ndarray:
     if kind == Q.Q4_K:
         return quantize_q4_k(array)
+    if kind == Q.IQ4_NL:  # gguf has no quantizer: Q4_0's layout (an f16 scale, 32 nibbles)
+        blocks = quantize(array, Q.Q4_0).reshape(-1, 18).copy()
+        # each nibble picks one of 16 non-linear levels, about 16 Q4_0 steps apart at most
+        blocks[:, :2] = (blocks[:, :2].view(np.float16) / 16).view(np.uint8)
+        return blocks.reshape(*array.shape[:-1], -1)
     return gguf.quants.quantize(array.astype(np.float32), kind)
 
 

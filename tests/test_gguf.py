@@ -19,7 +19,7 @@ from converter.gguf.build_gguf import build_gguf
 from converter.validate.metrics import compare
 from converter.validate.reference import TransformersReference
 from converter.validate.runtime import OnnxDecoder
-from tests.gguf_files import Q, quantize, write_gguf
+from tests.gguf_files import Q, write_gguf
 from tests.parity.reference import make_checkpoint
 from tests.parity.test_parity import PROMPT, STEPS, TOLERANCE
 
@@ -43,6 +43,9 @@ CASES = [
     ("llama", "Q4_0", "default"),
     ("gemma2", "Q4_0", "cpu"),
     ("llama", "Q4_K", "default"),
+    ("qwen2", "Q4_1", "default"),
+    ("gemma", "Q5_1", "cpu"),
+    ("qwen3", "IQ4_NL", "default"),
 ]
 
 
@@ -189,24 +192,12 @@ def test_refuses_an_unsupported_architecture_by_name(tmp_path):
 
 
 def test_refuses_an_unsupported_tensor_type_by_name(tmp_path):
-    _, path = _model_and_file("qwen2", "F32", tmp_path)
-    reader = gguf.GGUFReader(path)
-    writer = gguf.GGUFWriter(tmp_path / "iq.gguf", "qwen2")
-    for name, field in reader.fields.items():
-        if not name.startswith(("GGUF.", "general.architecture")):
-            writer.add_key_value(name, field.contents(), field.types[0], field.types[-1])
-    for t in reader.tensors:
-        kind = Q.IQ4_NL if t.name == "blk.0.ffn_down.weight" else Q(t.tensor_type)
-        data = np.asarray(t.data)
-        if kind == Q.IQ4_NL:  # same block size and bytes as Q4_0
-            data = quantize(data.reshape(t.data.shape), Q.Q4_0)
-        writer.add_tensor(t.name, data, raw_dtype=kind if data.dtype == np.uint8 else None)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    with pytest.raises(WeightsError, match=r"'blk\.0\.ffn_down\.weight' is IQ4_NL"):
-        build_gguf(tmp_path / "iq.gguf")
+    """An integer tensor where a weight belongs (ggml's I8) is no weight build-gguf reads."""
+    sizes = {"embedding_length": 64, "block_count": 1, "feed_forward_length": 96}
+    table = {"token_embd.weight": (np.ones((128, 64), np.int8), None)}
+    path = _write(tmp_path / "model.gguf", "qwen2", table, **sizes, **{"attention.head_count": 4})
+    with pytest.raises(WeightsError, match=r"'token_embd\.weight' is I8"):
+        build_gguf(path)
 
 
 def test_validate_asks_for_a_safetensors_source(tmp_path):

@@ -23,7 +23,12 @@ from converter.quantize import Q4Weight, from_codes
 from converter.weights import Checkpoint
 
 FLOAT_TYPES = {"F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16}
-QUANT_TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
+# the types gguf's own dequantizer reads
+QUANT_TYPES = (
+    *("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"),
+    *("IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ4_NL", "IQ4_XS"),
+    *("TQ1_0", "TQ2_0", "MXFP4", "NVFP4"),
+)
 Q4_0_BLOCK = 32
 
 _GLOBAL = {
