@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+from pathlib import Path
 
 import gguf
 import numpy as np
@@ -16,6 +17,8 @@ import pytest
 
 from converter.errors import SourceError, UnsupportedModelError, WeightsError
 from converter.gguf.build_gguf import build_gguf
+from converter.gguf.config import hf_config
+from converter.gguf.reader import GgufFile, GgufTensor
 from converter.validate.metrics import compare
 from converter.validate.reference import TransformersReference
 from converter.validate.runtime import OnnxDecoder
@@ -218,3 +221,37 @@ def test_cli_builds_a_gguf_file(tmp_path, capsys):
     assert "wrote qwen3 (default, f32) package" in capsys.readouterr().out
     assert (tmp_path / "out" / "model.onnx").is_file()
     assert json.loads((tmp_path / "out" / "config.json").read_text())["model_type"] == "qwen3"
+
+
+def _metadata_only(arch: str, **keys) -> GgufFile:
+    """A GGUF file's metadata and token table shape, for what llama.cpp assumes from them."""
+    table = GgufTensor("token_embd.weight", "F32", (256, 64), np.empty(0, np.float32))
+    meta = {"general.architecture": arch, **{f"{arch}.{k}": v for k, v in keys.items()}}
+    return GgufFile(Path("model.gguf"), meta, {table.name: table})
+
+
+GEMMA_SIZES = {
+    "embedding_length": 4608,
+    "attention.head_count": 32,
+    "attention.key_length": 128,
+    "feed_forward_length": 512,
+    "attention.sliding_window": 4096,
+}
+
+
+@pytest.mark.parametrize(
+    ("arch", "layers", "scalar"),
+    [("gemma2", 46, 144), ("gemma2", 42, 128), ("gemma3", 62, 144), ("gemma3", 48, 128)],
+)
+def test_gemma_27b_scales_queries_by_hidden_over_heads(arch, layers, scalar):
+    """As llama.cpp: the 27B models (46 layers for Gemma 2, 62 for Gemma 3) by hidden / heads,
+    the others by the head size."""
+    config = hf_config(_metadata_only(arch, block_count=layers, **GEMMA_SIZES))
+    assert config["query_pre_attn_scalar"] == scalar
+
+
+def test_gemma3_without_a_pattern_has_every_sixth_layer_global():
+    config = hf_config(_metadata_only("gemma3", block_count=12, **GEMMA_SIZES))
+    full = [i for i, kind in enumerate(config["layer_types"]) if kind == "full_attention"]
+    assert full == [5, 11]
+    assert config["rope_local_base_freq"] == 10_000.0

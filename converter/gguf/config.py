@@ -2,8 +2,9 @@
 family's own config rules read it (the same path as a safetensors build).
 
 GGUF keys are `{arch}.…` (llama.cpp's names). What GGUF does not record takes llama.cpp's own
-assumption: Gemma 2/3 scale queries by 1/sqrt(head_dim) (`query_pre_attn_scalar` = head_dim),
-Gemma 3's local layers use rope base 10000 and every 6th layer is global, Gemma 2 alternates.
+assumption: Gemma 2/3 scale queries by 1/sqrt(head_dim), except the 27B models (told apart by
+their layer count) by 1/sqrt(hidden / heads); Gemma 3's local layers use rope base 10000 and
+every 6th layer is global, Gemma 2 alternates.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ MODEL_TYPES = {
 }
 # every n-th layer attends globally, the others through the sliding window
 DEFAULT_SWA_PATTERN = {"gemma2": 2, "gemma3": 6}
+LAYERS_27B = {"gemma2": 46, "gemma3": 62}
 GEMMA = ("gemma", "gemma2", "gemma3")
 ROPE_FACTORS = ("rope_factors_long.weight", "rope_factors_short.weight")
 ROPE_FREQS = "rope_freqs.weight"
@@ -80,7 +82,7 @@ def hf_config(gguf: GgufFile) -> dict[str, Any]:
     if arch in GEMMA:
         raw["hidden_activation"] = "gelu_pytorch_tanh"
     if arch in DEFAULT_SWA_PATTERN:
-        raw.update(_gemma_attention(gguf, key, raw["num_hidden_layers"], head_dim))
+        raw.update(_gemma_attention(gguf, key, raw))
     if arch == "phi3" and key("attention.sliding_window") is not None:
         raw["sliding_window"] = key("attention.sliding_window")
     return raw
@@ -131,8 +133,13 @@ def _floats(gguf: GgufFile, name: str) -> list[float]:
     return tensor.data.astype(float).tolist()
 
 
-def _gemma_attention(gguf: GgufFile, key, layers: int, head_dim: int) -> dict[str, Any]:
-    pattern = key("attention.sliding_window_pattern", DEFAULT_SWA_PATTERN[gguf.architecture])
+def _gemma_attention(gguf: GgufFile, key, config: dict[str, Any]) -> dict[str, Any]:
+    layers, arch = config["num_hidden_layers"], gguf.architecture
+    if layers == LAYERS_27B[arch]:
+        scalar = config["hidden_size"] // config["num_attention_heads"]
+    else:
+        scalar = config["head_dim"]
+    pattern = key("attention.sliding_window_pattern", DEFAULT_SWA_PATTERN[arch])
     if isinstance(pattern, list):  # one flag per layer: True for a sliding-window layer
         sliding = [bool(flag) for flag in pattern]
     else:
@@ -140,11 +147,11 @@ def _gemma_attention(gguf: GgufFile, key, layers: int, head_dim: int) -> dict[st
     raw: dict[str, Any] = {
         "sliding_window": key("attention.sliding_window", required=True),
         "layer_types": ["sliding_attention" if s else "full_attention" for s in sliding],
-        "query_pre_attn_scalar": head_dim,
+        "query_pre_attn_scalar": scalar,
     }
     for name in ("attn_logit_softcapping", "final_logit_softcapping"):
         if key(name) is not None:
             raw[name] = key(name)
-    if gguf.architecture == "gemma3":
+    if arch == "gemma3":
         raw["rope_local_base_freq"] = key("rope.freq_base_swa", 10_000.0)
     return raw
