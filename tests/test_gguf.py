@@ -5,6 +5,7 @@ MatMulNBits weights bit for bit."""
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import struct
@@ -255,3 +256,26 @@ def test_gemma3_without_a_pattern_has_every_sixth_layer_global():
     full = [i for i, kind in enumerate(config["layer_types"]) if kind == "full_attention"]
     assert full == [5, 11]
     assert config["rope_local_base_freq"] == 10_000.0
+
+
+def test_the_package_carries_the_tokenizer_files_made_from_the_metadata(tmp_path, monkeypatch):
+    """Whatever converter/gguf/tokenizer.py makes of the metadata lands beside the graph."""
+    seen = {}
+
+    def tokenizer_files(metadata):
+        seen.update(metadata)
+        return {"tokenizer.json": '{"made": "here"}', "tokenizer_config.json": "{}"}
+
+    monkeypatch.setattr("converter.gguf.build_gguf.tokenizer_files", tokenizer_files)
+    _, path = _model_and_file("qwen2", "F32", tmp_path)
+    package = build_gguf(path)
+    package.save(tmp_path / "out", progress=False)
+    staging = package.source.path
+    del package
+    gc.collect()
+    assert not staging.exists()  # the stand-in source folder goes with the package
+    assert seen["general.architecture"] == "qwen2" and seen["qwen2.block_count"] == 2
+    assert json.loads((tmp_path / "out" / "tokenizer.json").read_text()) == {"made": "here"}
+    assert (tmp_path / "out" / "tokenizer_config.json").is_file()
+    generation = json.loads((tmp_path / "out" / "generation_config.json").read_text())
+    assert generation == {"bos_token_id": 1, "eos_token_id": 2}
