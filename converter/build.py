@@ -21,7 +21,7 @@ from converter.lowering import Int4, LoweringReport, Plan, lower
 from converter.olive_weights import olive_assemblies
 from converter.package import ModelPackage
 from converter.registry import family_for
-from converter.source import resolve_source
+from converter.source import Source, resolve_source
 from converter.tasks import TASKS
 from converter.tasks.choice import task_of
 from converter.weights import Checkpoint, bind
@@ -58,10 +58,39 @@ def build(
     checkpoint Olive quantized (its config's `quantization_config`) keeps its packed weights
     (converter/olive_weights.py); `dtype` then names its activations.
     """
+    execution_provider(ep, dtype)  # unsupported pairs and features fail before any download
+    parse_features(features)
+    int4 = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
+    source = resolve_source(model, revision=revision, token=token, progress=progress)
+    return build_source(
+        source,
+        ep=ep,
+        dtype=dtype,
+        int4=int4,
+        task=task,
+        features=features,
+        release=release,
+    )
+
+
+def build_source(
+    source: Source,
+    checkpoint: Checkpoint | None = None,
+    *,
+    ep: str,
+    dtype: str,
+    int4: Int4 | None = None,
+    task=None,
+    features=None,
+    release: bool = False,
+) -> ModelPackage:
+    """The build of `build()` from a resolved source: `source.path` holds config.json (and
+    the tokenizer and generation files), `checkpoint` the tensors under their checkpoint names
+    (None: the folder's safetensors, read once the config is known to be supported; a GGUF
+    file's tensors); `int4` the int4 settings when `dtype` is int4."""
     provider = execution_provider(ep, dtype)
     features = parse_features(features)
-    quantization = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
-    source = resolve_source(model, revision=revision, token=token, progress=progress)
+    quantization = (int4 or Int4()) if dtype == "int4" else None
     raw = read_config(source.path / "config.json")
     olive = read_olive(raw)
     if olive is not None:
@@ -71,7 +100,7 @@ def build(
     cfg = family.rules.read(ConfigReader(family.rules.select(raw), model_type))
     if hasattr(cfg, "vocab_size"):  # image encoders have no tokens to check
         check_generation_config(source.path, cfg.vocab_size)
-    checkpoint = Checkpoint(source.path).renamed(family.renames)
+    checkpoint = (checkpoint or Checkpoint(source.path)).renamed(family.renames)
     if TEXT_ONLY in features:
         family, cfg, checkpoint = text_only(family, cfg, checkpoint)
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]

@@ -1,4 +1,5 @@
-"""The converter's commands (`build`, `validate`, `list`) and the shared command runner.
+"""The converter's commands (`build`, `build-gguf`, `validate`, `list`) and the shared
+command runner.
 
 Each layer registers its own subcommands; `mobius/cli.py` composes them all into the
 `mobius` command, so the converter never imports the layers above it.
@@ -24,7 +25,8 @@ Registrar = Callable[[argparse._SubParsersAction], None]
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    """Add `build`, `validate` and `list`; each sets `handler`, which returns an exit code."""
+    """Add `build`, `build-gguf`, `validate` and `list`; each sets `handler`, which returns an
+    exit code."""
     b = commands.add_parser("build", help="convert a Hub repo or local folder to an ONNX package")
     b.add_argument("--model", required=True, help="Hub repo id or local folder")
     b.add_argument("--output", required=True, type=Path, help="folder to write the package to")
@@ -63,6 +65,39 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
     b.set_defaults(handler=_build)
+
+    g = commands.add_parser(
+        "build-gguf", help="convert a GGUF file (llama.cpp's format) to an ONNX package"
+    )
+    g.add_argument("file", type=Path, help="the .gguf file")
+    g.add_argument("--output", required=True, type=Path, help="folder to write the package to")
+    g.add_argument("--dtype", default="f32", choices=tuple(DTYPES))
+    g.add_argument("--ep", default="default", choices=tuple(EXECUTION_PROVIDERS))
+    g.add_argument(
+        "--int4-block-size",
+        type=int,
+        default=32,
+        choices=(16, 32, 64, 128),
+        help="int4 block (32 keeps Q4_0 blocks as they are; others requantize them)",
+    )
+    g.add_argument(
+        "--int4-lm-head",
+        action="store_true",
+        help="also quantize the lm_head (and the embedding where the EP can) to int4",
+    )
+    g.add_argument(
+        "--release",
+        action="store_true",
+        help="save the graphs without debug and provenance metadata (doc strings, node origins)",
+    )
+    g.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    g.add_argument(
+        "--json", action="store_true", help="print the package's path and manifest as JSON"
+    )
+    g.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+    g.set_defaults(handler=_build_gguf)
 
     v = commands.add_parser("validate", help="check a package in onnxruntime against a reference")
     v.add_argument("package", type=Path, help="a folder written by `mobius build`")
@@ -104,6 +139,25 @@ def _build(args: argparse.Namespace) -> int:
         features=args.features,
         release=args.release,
     )
+    return _saved(package, args)
+
+
+def _build_gguf(args: argparse.Namespace) -> int:
+    from converter.gguf.build_gguf import build_gguf  # imports gguf
+
+    package = build_gguf(
+        args.file,
+        ep=args.ep,
+        dtype=args.dtype,
+        int4_block_size=args.int4_block_size,
+        int4_lm_head=args.int4_lm_head,
+        release=args.release,
+    )
+    return _saved(package, args)
+
+
+def _saved(package, args: argparse.Namespace) -> int:
+    """Save the package where `args` say and print what was written."""
     out = package.save(args.output, progress=not args.no_progress).resolve()
     if args.json:
         manifest = json.loads((out / "mobius.json").read_text())

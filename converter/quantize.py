@@ -131,6 +131,15 @@ def cast_scales(scales: np.ndarray, dtype: DTypeLike, name: str) -> np.ndarray:
     return converted
 
 
+def from_codes(codes: np.ndarray, scales: np.ndarray, k: int) -> Q4Weight:
+    """Symmetric 4-bit blocks given as they are (zero point 8, as the MatMulNBits default):
+    ``codes`` uint8 [N, n_blocks, block_size] in 0..15, ``scales`` float32 [N, n_blocks]. For
+    weights already quantized elsewhere (a GGUF Q4_0 tensor), kept without requantizing."""
+    n, n_blocks, block_size = codes.shape
+    packed = _pack_nibbles(codes).reshape(n, n_blocks, block_size // 2)
+    return Q4Weight(packed, np.ascontiguousarray(scales, np.float32), None, k, block_size)
+
+
 def to_dequantize_linear(q: Q4Weight) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The standard-ONNX form: ``(values [K, N], scales [n_blocks, N], zero_points | None)``.
 

@@ -16,6 +16,7 @@ class Source:
     path: Path  # local folder holding config.json + *.safetensors (+ index, tokenizer files...)
     repo_id: str | None  # Hub repo id, None when the user gave a local folder
     revision: str | None  # resolved commit sha for Hub sources, None for local
+    file: Path | None = None  # the single file `path` was made from (a GGUF file), if any
 
 
 def resolve_source(

@@ -94,14 +94,21 @@ class Checkpoint:
                     raise WeightsError(f"tensor '{ref.name}' appears in two shards")
                 self.tensors[ref.name] = ref
 
+    @classmethod
+    def of(cls, folder: Path, tensors: dict) -> Checkpoint:
+        """A checkpoint over tensors indexed elsewhere (a GGUF file's), by module path: each
+        entry has a TensorRef's `name`, `dtype`, `shape` and `load()`."""
+        view = object.__new__(cls)
+        view.folder, view.tensors = Path(folder), dict(tensors)
+        return view
+
     def renamed(self, renames: Sequence[tuple[str, str]]) -> Checkpoint:
         """The same tensors under the module paths: each (pattern, replacement) of `renames`
         rewrites the names it matches, in order (a family's other checkpoint layouts). Errors
         keep naming the checkpoint's own tensor."""
         if not renames:
             return self
-        view = object.__new__(Checkpoint)
-        view.folder, view.tensors = self.folder, {}
+        view = Checkpoint.of(self.folder, {})
         for name, ref in self.tensors.items():
             target = name
             for pattern, replacement in renames:
@@ -401,14 +408,16 @@ def _listing(what: str, names: list[str]) -> str:
 
 
 def _lazy_cast(ref: TensorRef, dtype: ir.DataType) -> SourceTensor:
-    return SourceTensor(ref.load, dtype, ref.shape, ref.name)
+    packed = getattr(ref, "packed", None)  # a GGUF Q4_0 tensor's blocks; safetensors refs have none
+    return SourceTensor(ref.load, dtype, ref.shape, ref.name, packed)
 
 
 class SourceTensor(ir.LazyTensor):
     """A weight computed when written: `source()` gives the array still in the checkpoint's
     dtype; the cast to `dtype` happens last. Passes that transpose, concatenate or quantize
     compose on `source` so they touch the narrow checkpoint dtype, not a cast copy.
-    `packed`: the weight's pre-quantized form, for the passes that bind it as it is."""
+    `packed`: the weight's pre-quantized form (an Olive projection, a GGUF Q4_0 tensor), for
+    the passes that bind it as it is."""
 
     __slots__ = ("packed", "source")
 

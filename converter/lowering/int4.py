@@ -183,12 +183,17 @@ class _LazyQ4(LazyResult):
 
     def _quantize(self):
         packed = getattr(self.source, "packed", None)
-        if packed is not None:  # already quantized: bound as it is
-            assert self.layout_nk, "packed weights are [N, K]"
-            return self.form(packed.load())
+        if packed is not None and self.layout_nk and _keeps(packed.info, self.int4):
+            return self.form(packed.load())  # already quantized alike: bound as it is
         weight = source_array(self.source)
         weight = weight if self.layout_nk else np.ascontiguousarray(weight.T)
         return self.form(quantize_q4(weight, self.int4.block_size, self.int4.symmetric))
+
+
+def _keeps(info, int4: Int4) -> bool:
+    """Blocks a checkpoint already holds (`info`: converter.config.olive's Projection) are the
+    ones these int4 settings would make."""
+    return (info.bits, info.symmetric, info.block_size) == (4, int4.symmetric, int4.block_size)
 
 
 def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act) -> None:

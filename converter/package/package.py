@@ -144,7 +144,7 @@ class ModelPackage:
             "source": {
                 "repo_id": self.source.repo_id,
                 "revision": self.source.revision,
-                "path": None if self.source.repo_id else str(self.source.path),
+                "path": None if self.source.repo_id else str(self.source.file or self.source.path),
             },
             "model_type": self.config.model_type,
             "task": self.task.name,

@@ -166,6 +166,12 @@ def _source_of(manifest: dict) -> Source:
             return resolve_source(origin["repo_id"], revision=origin["revision"], progress=False)
         except SourceError as err:
             raise SourceError(f"{err}; {hint}") from None
+    if Path(origin["path"]).is_file():  # `mobius build-gguf`'s GGUF file
+        raise SourceError(
+            f"the package was built from the GGUF file {origin['path']}; validate compares "
+            "against a safetensors checkpoint: give the model's with --source DIR (Python: "
+            "source=DIR)"
+        )
     if not Path(origin["path"]).is_dir():
         raise SourceError(f"the package was built from {origin['path']}, which is gone; {hint}")
     return resolve_source(origin["path"], progress=False)
