@@ -50,8 +50,11 @@ def byte_level_metadata(
     }
 
 
-def sentencepiece_metadata(model_file: Path, architecture: str = "llama") -> dict[str, Any]:
-    """GGUF tokenizer metadata of a SentencePiece model file, as llama.cpp reads one."""
+def sentencepiece_metadata(
+    model_file: Path, architecture: str = "llama", added: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """GGUF tokenizer metadata of a SentencePiece model file, as llama.cpp reads one; `added` are
+    pieces the Hugging Face tokenizer lists as added, not special, tokens (Gemma's blanks)."""
     import sentencepiece
 
     processor = sentencepiece.SentencePieceProcessor(model_file=str(model_file))
@@ -69,6 +72,10 @@ def sentencepiece_metadata(model_file: Path, architecture: str = "llama") -> dic
         elif processor.is_byte(index):
             kind = 6
         types.append(kind)
+    for piece in added:
+        index = processor.piece_to_id(piece)
+        # llama.cpp writes them "pre-normalized", with real spaces
+        tokens[index], scores[index], types[index] = piece.replace("\u2581", " "), -1000.0, 4
     return {
         "general.architecture": architecture,
         "tokenizer.ggml.model": "llama",
@@ -186,9 +193,10 @@ def train_byte_level(folder: Path, split_regex: str, nfc: bool, ignore_merges: b
     return folder
 
 
-def train_sentencepiece(folder: Path, dummy_prefix: bool) -> Path:
+def train_sentencepiece(folder: Path, dummy_prefix: bool, blanks: tuple[str, ...] = ()) -> Path:
     """A small SentencePiece BPE model with byte fallback, Llama-style (identity normalization,
-    digits split, whitespace kept), and a control symbol; returns the .model file."""
+    digits split, whitespace kept), a control symbol and `blanks` as user-defined pieces;
+    returns the .model file."""
     import sentencepiece
 
     prefix = folder / "spm"
@@ -205,6 +213,7 @@ def train_sentencepiece(folder: Path, dummy_prefix: bool) -> Path:
         allow_whitespace_only_pieces=True,
         character_coverage=1.0,
         control_symbols=["<|user|>"],
+        user_defined_symbols=list(blanks),
         unk_id=0,
         bos_id=1,
         eos_id=2,

@@ -209,10 +209,14 @@ def test_sentencepiece_genai_encodes_like_sentencepiece(
 
 
 def test_gemma_style_vocabulary_without_space_prefix_ranks_merges_by_position(tmp_path):
-    """Gemma: no space prefix, and scores that say nothing of the merge order (here shuffled)."""
-    model_file = train_sentencepiece(tmp_path, dummy_prefix=False)
+    """Gemma: no space prefix, runs of spaces as user-defined pieces, and scores that say nothing
+    of the merge order (here shuffled)."""
+    blanks = ("\u2581\u2581", "\u2581\u2581\u2581\u2581")
+    model_file = train_sentencepiece(tmp_path, dummy_prefix=False, blanks=blanks)
     processor = sentencepiece.SentencePieceProcessor(model_file=str(model_file))
-    metadata = sentencepiece_metadata(model_file, architecture="gemma2")
+    metadata = sentencepiece_metadata(model_file, architecture="gemma2", added=blanks)
+    assert "  " in metadata["tokenizer.ggml.tokens"]
+    assert processor.piece_to_id(blanks[1]) in processor.encode(TEXTS[7])  # the code's indent
     random.Random(0).shuffle(metadata["tokenizer.ggml.scores"])
     metadata["tokenizer.ggml.add_space_prefix"] = False
     files = tokenizer_files(round_trip(metadata, tmp_path / "gemma.gguf"))
