@@ -140,13 +140,15 @@ CORPUS_SOURCE = Path(__file__).parents[1] / "examples" / "make_tiny_llama.py"
 
 
 def corpus() -> list[str]:
-    """Lines of English prose (and some code) to train the small tokenizers on."""
-    return CORPUS_SOURCE.read_text().splitlines()
+    """Lines of English prose (and some code) to train the small tokenizers on, and lines whose
+    punctuation, tabs and line ends each pre-tokenizer splits its own way."""
+    return CORPUS_SOURCE.read_text().splitlines() + 50 * ["(river) (mill)\tbread\tsoup \n\nrain"]
 
 
 def train_byte_level(folder: Path, split_regex: str, nfc: bool, ignore_merges: bool) -> Path:
     """A small byte-level BPE saved with transformers at `folder`: special tokens, a user-defined
-    one, a chat template, BOS added by its post-processor like Llama 3's."""
+    one, a chat template, BOS added by its post-processor like Llama 3's; `ignore_merges` takes a
+    pre-token found in the vocabulary whole, as Llama 3 does."""
     from tokenizers import (
         AddedToken,
         Regex,
@@ -172,6 +174,11 @@ def train_byte_level(folder: Path, split_regex: str, nfc: bool, ignore_merges: b
         vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
     )
     tokenizer.train_from_iterator(corpus(), trainer)
+    if ignore_merges:
+        # Like Llama 3's, the vocabulary holds a word its merges do not reach: the last one's.
+        data = json.loads(tokenizer.to_str())
+        data["model"]["merges"].pop()
+        tokenizer = Tokenizer.from_str(json.dumps(data))
     specials = ["<|begin|>", "<|end|>", "<|im_start|>", "<|im_end|>"]
     tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     tokenizer.add_tokens([AddedToken("<think>", special=False, normalized=False)])

@@ -19,10 +19,11 @@ import pytest
 import sentencepiece
 import transformers
 from tokenizers import Tokenizer
+from transformers.integrations.gguf.gguf_tokenizer_mapping import GGUF_PRE_TOKENIZER_SPLITS
+from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX as QWEN2_SPLIT
 
 from converter.cli import main
 from converter.errors import ConfigError
-from converter.gguf.byte_level_bpe import SPLIT_REGEXES
 from converter.gguf.tokenizer import tokenizer_files
 from tests.gguf_tokenizers import (
     byte_level_metadata,
@@ -42,8 +43,11 @@ TEXTS = [
     "digits 1 12 123 1234 12345 3.14159 1,000,000",
     "I've 'RE we'll don't DON'T",
     "code: def f(x):\n    return x**2  # done",
+    "(river)\tbread \n\n(mill)\tsoup",
     "",
 ]
+# The split regexes of the original tokenizers, as transformers spells them.
+ORIGINAL_SPLITS = {"qwen2": QWEN2_SPLIT, "llama-bpe": GGUF_PRE_TOKENIZER_SPLITS["llama-bpe"]}
 CHAT = [{"role": "user", "content": "Is the river wide?"}, {"role": "assistant", "content": "Yes."}]
 
 
@@ -76,7 +80,7 @@ def byte_level(request, tmp_path_factory):
     pre = request.param
     original = train_byte_level(
         folder / "original",
-        SPLIT_REGEXES[pre],
+        ORIGINAL_SPLITS[pre],
         nfc=pre == "qwen2",
         ignore_merges=pre == "llama-bpe",
     )
@@ -87,11 +91,24 @@ def byte_level(request, tmp_path_factory):
     return pre, reference, files, _write(files, folder / "converted")
 
 
+def _words_only_ignore_merges_reaches(tokenizer_json: str) -> list[str]:
+    """Vocabulary entries that encode differently once merges are no longer skipped."""
+    original = Tokenizer.from_str(tokenizer_json)
+    data = json.loads(tokenizer_json)
+    data["model"]["ignore_merges"] = False
+    merging = Tokenizer.from_str(json.dumps(data))
+    words = [original.decode([index]) for index in range(original.get_vocab_size())]
+    return [w for w in words if original.encode(w).ids != merging.encode(w).ids]
+
+
 def test_byte_level_encodes_and_decodes_like_the_original(byte_level):
-    _, reference, files, converted = byte_level
+    pre, reference, files, converted = byte_level
     ours = transformers.AutoTokenizer.from_pretrained(converted)
     backend = Tokenizer.from_str(files["tokenizer.json"])
-    texts = [*TEXTS, "<|im_start|>user\nhi<|im_end|>\n<think>hmm</think><|end|>"]
+    original_json = (Path(reference.name_or_path) / "tokenizer.json").read_text()
+    whole_words = _words_only_ignore_merges_reaches(original_json)
+    assert len(whole_words) == (pre == "llama-bpe")
+    texts = [*TEXTS, *whole_words, "<|im_start|>user\nhi<|im_end|>\n<think>hmm</think><|end|>"]
     for text in texts:
         expected = reference(text)["input_ids"]
         assert ours(text)["input_ids"] == expected, text
@@ -192,6 +209,22 @@ def test_sentencepiece_encodes_and_decodes_like_sentencepiece(sentencepiece_mode
         "<unk>",
     )
     assert config["add_bos_token"] is True and "chat_template" not in config
+
+
+def test_merges_follow_the_scores_not_the_file_order(sentencepiece_model, tmp_path):
+    """The ordinary pieces listed in reverse, each with its score: the same pieces come out."""
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(sentencepiece_model))
+    metadata = sentencepiece_metadata(sentencepiece_model)
+    ordinary = [i for i, kind in enumerate(metadata["tokenizer.ggml.token_type"]) if kind == 1]
+    for key in ("tokenizer.ggml.tokens", "tokenizer.ggml.scores"):
+        values = metadata[key]
+        for index, value in zip(ordinary, [values[i] for i in reversed(ordinary)], strict=True):
+            values[index] = value
+    files = tokenizer_files(round_trip(metadata, tmp_path / "reversed.gguf"))
+    ours = transformers.AutoTokenizer.from_pretrained(_write(files, tmp_path / "converted"))
+    for text in TEXTS:
+        ids = ours(text, add_special_tokens=False)["input_ids"]
+        assert ours.convert_ids_to_tokens(ids) == processor.encode(text, out_type=str), text
 
 
 def test_sentencepiece_genai_encodes_like_sentencepiece(
