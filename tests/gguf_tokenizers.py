@@ -145,7 +145,9 @@ def corpus() -> list[str]:
     return CORPUS_SOURCE.read_text().splitlines() + 50 * ["(river) (mill)\tbread\tsoup \n\nrain"]
 
 
-def train_byte_level(folder: Path, split_regex: str, nfc: bool, ignore_merges: bool) -> Path:
+def train_byte_level(
+    folder: Path, split_regexes: tuple[str, ...], nfc: bool, ignore_merges: bool
+) -> Path:
     """A small byte-level BPE saved with transformers at `folder`: special tokens, a user-defined
     one, a chat template, BOS added by its post-processor like Llama 3's; `ignore_merges` takes a
     pre-token found in the vocabulary whole, as Llama 3 does."""
@@ -165,7 +167,7 @@ def train_byte_level(folder: Path, split_regex: str, nfc: bool, ignore_merges: b
     tokenizer.normalizer = normalizers.NFC() if nfc else None
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(split_regex), behavior="isolated"),
+            *(pre_tokenizers.Split(Regex(regex), behavior="isolated") for regex in split_regexes),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )

@@ -46,8 +46,18 @@ TEXTS = [
     "(river)\tbread \n\n(mill)\tsoup",
     "",
 ]
-# The split regexes of the original tokenizers, as transformers spells them.
-ORIGINAL_SPLITS = {"qwen2": QWEN2_SPLIT, "llama-bpe": GGUF_PRE_TOKENIZER_SPLITS["llama-bpe"]}
+# The split regexes of the original tokenizers, as transformers spells them, and llama.cpp's
+# sequence for a vocabulary whose pre-tokenizer is "default" (llama-vocab.cpp).
+ORIGINAL_SPLITS = {
+    "qwen2": (QWEN2_SPLIT,),
+    "llama-bpe": (GGUF_PRE_TOKENIZER_SPLITS["llama-bpe"],),
+    "default": (
+        r"[\p{P}\$\+<=>\^~\|]+",
+        r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)",
+        r"\p{N}+",
+        r"[0-9][0-9][0-9]",
+    ),
+}
 CHAT = [{"role": "user", "content": "Is the river wide?"}, {"role": "assistant", "content": "Yes."}]
 
 
@@ -73,7 +83,7 @@ def _genai_tokenizer(package: Path, files: dict[str, str], folder: Path) -> og.T
     return og.Tokenizer(og.Model(str(folder)))
 
 
-@pytest.fixture(scope="module", params=["qwen2", "llama-bpe"])
+@pytest.fixture(scope="module", params=sorted(ORIGINAL_SPLITS))
 def byte_level(request, tmp_path_factory):
     """(pre, original transformers tokenizer, converted folder) for a trained byte-level BPE."""
     folder = tmp_path_factory.mktemp(f"bpe-{request.param}")
@@ -141,7 +151,13 @@ def test_byte_level_special_tokens_and_chat_template(byte_level):
 
 def test_byte_level_genai_encodes_like_the_original(byte_level, genai_package, tmp_path):
     """genai on the converted files = genai on the original ones (genai skips NFC, for both)."""
-    _, reference, files, _ = byte_level
+    pre, reference, files, _ = byte_level
+    if pre == "default":
+        # genai's regex engine knows \p{..} only inside the split regexes it recognises, so it
+        # loads neither this file nor the original: the limit docs/build-features.md states.
+        with pytest.raises(RuntimeError, match=r"Invalid regex"):
+            _genai_tokenizer(genai_package, files, tmp_path / "converted")
+        return
     original_files = {
         name: (Path(reference.name_or_path) / name).read_text()
         for name in ("tokenizer.json", "tokenizer_config.json")

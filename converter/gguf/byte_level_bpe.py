@@ -6,8 +6,9 @@ from typing import Any
 
 from converter.errors import ConfigError
 
-# The split regexes of the tokenizer.json files these vocabularies come from, by llama.cpp's name
-# for them. None: GPT-2's own regex, the one the ByteLevel pre-tokenizer applies by itself.
+# How each `tokenizer.ggml.pre` splits text before the merges, as llama.cpp reads the name: the
+# regexes applied in turn, each cutting the pieces the one before left. For "gpt-2", the ByteLevel
+# pre-tokenizer's own regex, which is GPT-2's.
 _QWEN2 = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -16,18 +17,25 @@ _LLAMA3 = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
-SPLIT_REGEXES: dict[str, str | None] = {
-    "default": None,
-    "gpt-2": None,
-    "llama-bpe": _LLAMA3,
-    "llama3": _LLAMA3,
-    "llama-v3": _LLAMA3,
-    "smaug-bpe": _LLAMA3,
-    "qwen2": _QWEN2,
-    "deepseek-r1-qwen": _QWEN2,
+# llama.cpp's fallback for a vocabulary that names no pre-tokenizer
+_DEFAULT = (
+    r"[\p{P}\$\+<=>\^~\|]+",
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)",
+    r"\p{N}+",
+    r"[0-9][0-9][0-9]",
+)
+SPLIT_REGEXES: dict[str, tuple[str, ...]] = {
+    "default": _DEFAULT,
+    "gpt-2": (),
+    "llama-bpe": (_LLAMA3,),
+    "llama3": (_LLAMA3,),
+    "llama-v3": (_LLAMA3,),
+    "qwen2": (_QWEN2,),
 }
+# Llama 3 takes a pre-token found whole in the vocabulary without merging it.
+_IGNORE_MERGES = {"llama-bpe", "llama3", "llama-v3"}
 # Qwen2's tokenizer composes text to NFC before splitting; the GGUF does not say so.
-_NFC_PRE = {"qwen2", "deepseek-r1-qwen"}
+_NFC_PRE = {"qwen2"}
 
 
 def byte_level_tokenizer(metadata: dict[str, Any], vocab: dict[str, int]) -> dict[str, Any]:
@@ -38,26 +46,22 @@ def byte_level_tokenizer(metadata: dict[str, Any], vocab: dict[str, int]) -> dic
             f"GGUF tokenizer.ggml.pre {pre!r} (the pre-tokenizer of a gpt2 vocabulary) is not "
             f"supported; supported: {', '.join(sorted(SPLIT_REGEXES))}"
         )
-    regex = SPLIT_REGEXES[pre]
+    regexes = SPLIT_REGEXES[pre]
     byte_level = {
         "type": "ByteLevel",
         "add_prefix_space": False,
         "trim_offsets": False,
-        "use_regex": regex is None,
+        "use_regex": not regexes,
     }
-    if regex is None:
-        pre_tokenizer = byte_level
-    else:
-        split = {
-            "type": "Split",
-            "pattern": {"Regex": regex},
-            "behavior": "Isolated",
-            "invert": False,
-        }
-        pre_tokenizer = {"type": "Sequence", "pretokenizers": [split, byte_level]}
+    splits = [
+        {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False}
+        for regex in regexes
+    ]
     return {
         "normalizer": {"type": "NFC"} if pre in _NFC_PRE else None,
-        "pre_tokenizer": pre_tokenizer,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [*splits, byte_level]}
+        if splits
+        else byte_level,
         "decoder": {**byte_level, "use_regex": True},
         "model": {
             "type": "BPE",
@@ -67,7 +71,7 @@ def byte_level_tokenizer(metadata: dict[str, Any], vocab: dict[str, int]) -> dic
             "end_of_word_suffix": None,
             "fuse_unk": False,
             "byte_fallback": False,
-            "ignore_merges": pre in ("llama-bpe", "llama3", "llama-v3", "smaug-bpe"),
+            "ignore_merges": pre in _IGNORE_MERGES,
             "vocab": vocab,
             "merges": _merges(metadata, vocab),
         },
