@@ -198,8 +198,10 @@ def sentencepiece_model(tmp_path_factory) -> Path:
 
 
 def _sentencepiece_files(model_file: Path, gguf_path: Path, **changes) -> dict[str, str]:
+    """The model's files through a GGUF whose metadata has `changes` (None: key left out)."""
     metadata = {**sentencepiece_metadata(model_file), **changes}
-    return tokenizer_files(round_trip(metadata, gguf_path))
+    kept = {key: value for key, value in metadata.items() if value is not None}
+    return tokenizer_files(round_trip(kept, gguf_path))
 
 
 def test_sentencepiece_encodes_and_decodes_like_sentencepiece(sentencepiece_model, tmp_path):
@@ -283,12 +285,15 @@ def test_add_eos_and_chat_template_come_from_the_file(sentencepiece_model, tmp_p
         tmp_path / "spm.gguf",
         **{"tokenizer.ggml.add_bos_token": False, "tokenizer.ggml.add_eos_token": True},
         **{"tokenizer.chat_template": template, "tokenizer.ggml.padding_token_id": 0},
+        **{"tokenizer.ggml.unknown_token_id": None},
     )
     ours = transformers.AutoTokenizer.from_pretrained(_write(files, tmp_path / "converted"))
     ids = ours("river")["input_ids"]
     assert ids[0] != 1 and ids[-1] == 2
     config = json.loads(files["tokenizer_config.json"])
     assert config["chat_template"] == template and config["pad_token"] == "<unk>"
+    # no unknown_token_id: the token typed unknown is the model's
+    assert json.loads(files["tokenizer.json"])["model"]["unk_token"] == "<unk>"
     assert ours.apply_chat_template(CHAT, tokenize=False) == "Is the river wide?Yes."
 
 
@@ -323,6 +328,10 @@ def _minimal(model: str = "gpt2", **changes) -> dict:
         (
             _minimal(**{"tokenizer.ggml.add_eos_token": True}),
             "tokenizer.ggml.eos_token_id is missing",
+        ),
+        (
+            _minimal("llama", **{"tokenizer.ggml.bos_token_id": None}),
+            "adds a bos token .* but tokenizer.ggml.bos_token_id is missing",
         ),
     ],
 )

@@ -12,7 +12,7 @@ from typing import Any
 
 from converter.errors import ConfigError
 
-NORMAL = 1
+NORMAL, UNKNOWN = 1, 2
 # Gemma's scores do not follow its merge order; the order of its tokens in the file does.
 _RANKED_BY_POSITION = {"gemma", "gemma2", "gemma3"}
 _SPACE = "\u2581"  # SentencePiece's visible space
@@ -24,6 +24,8 @@ def sentencepiece_tokenizer(
     """tokenizer.json's model, normalizer, pre-tokenizer and decoder for a `llama` vocabulary."""
     tokens = metadata["tokenizer.ggml.tokens"]
     unk_id = metadata.get("tokenizer.ggml.unknown_token_id")
+    if unk_id is None and UNKNOWN in token_types:
+        unk_id = token_types.index(UNKNOWN)
     prefix_space = metadata.get("tokenizer.ggml.add_space_prefix", True)
     decoder = [
         {"type": "Replace", "pattern": {"String": _SPACE}, "content": " "},

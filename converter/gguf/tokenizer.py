@@ -133,7 +133,8 @@ def _post_processor(
             key = f"tokenizer.ggml.{which}_token_id"
             if metadata.get(key) is None:
                 raise ConfigError(
-                    f"GGUF tokenizer.ggml.add_{which}_token is set but {key} is missing"
+                    f"GGUF tokenizer adds a {which} token (tokenizer.ggml.add_{which}_token, "
+                    f"or the llama default) but {key} is missing"
                 )
             ids[which] = metadata[key]
     if not ids:
