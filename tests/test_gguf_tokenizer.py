@@ -317,7 +317,6 @@ def _minimal(model: str = "gpt2", **changes) -> dict:
     [
         (_minimal("bert"), "tokenizer.ggml.model 'bert' is not supported"),
         (_minimal("t5"), "tokenizer.ggml.model 't5' is not supported"),
-        (_minimal(**{"tokenizer.ggml.model": None}), "no tokenizer.ggml.model"),
         (_minimal(**{"tokenizer.ggml.tokens": None}), "no tokenizer.ggml.tokens"),
         (_minimal(**{"tokenizer.ggml.pre": "falcon"}), "tokenizer.ggml.pre 'falcon'"),
         (_minimal(**{"tokenizer.ggml.merges": None}), "tokenizer.ggml.merges is missing"),
@@ -338,3 +337,8 @@ def _minimal(model: str = "gpt2", **changes) -> dict:
 def test_bad_metadata_is_refused_by_name(metadata, message):
     with pytest.raises(ConfigError, match=message):
         tokenizer_files(metadata)
+
+
+def test_a_file_without_a_tokenizer_gives_no_files():
+    assert tokenizer_files(_minimal(**{"tokenizer.ggml.model": None})) == {}
+    assert tokenizer_files(_minimal("none")) == {}

@@ -26,10 +26,11 @@ _SPECIAL_IDS = {
 
 
 def tokenizer_files(metadata: dict[str, Any]) -> dict[str, str]:
-    """File name -> text of tokenizer.json and tokenizer_config.json for GGUF `metadata`."""
-    model = metadata.get("tokenizer.ggml.model")
-    if model is None:
-        raise ConfigError("GGUF metadata has no tokenizer.ggml.model: the file holds no tokenizer")
+    """File name -> text of tokenizer.json and tokenizer_config.json for GGUF `metadata`; none
+    for a file without a tokenizer (no tokenizer.ggml.model, or llama.cpp's "none")."""
+    model = metadata.get("tokenizer.ggml.model", "none")
+    if model == "none":
+        return {}
     if model not in SUPPORTED_MODELS:
         raise ConfigError(
             f"GGUF tokenizer.ggml.model {model!r} is not supported; "
