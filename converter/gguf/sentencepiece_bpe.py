@@ -32,15 +32,13 @@ def sentencepiece_tokenizer(
         {"type": "ByteFallback"},
         {"type": "Fuse"},
     ]
-    if prefix_space:
-        decoder.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
-    replace_spaces = {"type": "Replace", "pattern": {"String": " "}, "content": _SPACE}
-    normalizer = replace_spaces
+    normalizer = {"type": "Replace", "pattern": {"String": " "}, "content": _SPACE}
     if prefix_space:
         # As SentencePiece and llama.cpp do: the space goes before all text, even text that starts
         # with one, and (llama.cpp) before each stretch of text that follows a special token.
         prepend = {"type": "Prepend", "prepend": _SPACE}
-        normalizer = {"type": "Sequence", "normalizers": [prepend, replace_spaces]}
+        normalizer = {"type": "Sequence", "normalizers": [prepend, normalizer]}
+        decoder.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
     return {
         "normalizer": normalizer,
         "pre_tokenizer": None,
