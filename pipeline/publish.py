@@ -7,6 +7,11 @@ Transformers.js files of the portable variants (`onnx/model*.onnx`, and in repo 
 goes in one commit, which the Hub applies atomically: a failure leaves no PR and no half-filled
 repo behind (a repo this call created is deleted again), and raises `PublishError`.
 
+Retries (`converter.hub_retry`): the preupload with the LFS uploads, and the commit, are each
+retried on transient failures. Before the commit is sent again, the Hub is asked whether the last
+one landed although its answer was lost (the PR with this request's marker is open; the export
+repo's head moved to a commit carrying the marker): then it is not sent twice.
+
 Where a repo-mode export goes (`destination`): `{namespace}/{name}-ONNX`, unless that repo
 exists and is not an export of this very source (its variant manifests name another source, or
 it is no mobius export at all); then `{namespace}/{source namespace}-{name}-ONNX`, then the same
@@ -43,7 +48,9 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
+from converter import hub_retry
 from converter.errors import MobiusError
+from converter.hub_retry import TOKEN_LIKE
 from converter.repo_files import CONFIG, RUNTIME_FILES
 from model_cards import card_path
 from model_cards.layout import hub_paths
@@ -54,7 +61,6 @@ FOLDER = re.compile(r"onnx/[A-Za-z0-9][A-Za-z0-9._-]*")
 JS_MODEL = re.compile(r"onnx/model(_[a-z0-9]+)?\.onnx(_data)?")  # Transformers.js' file names
 MANIFEST = re.compile(r"onnx/[^/]+/mobius\.json")
 MARKER = re.compile(r"<!-- mobius: (\{.*?\}) -->")
-TOKEN_LIKE = re.compile(r"hf_[A-Za-z0-9]{8,}")
 
 
 class PublishError(MobiusError):
@@ -295,7 +301,8 @@ def publish(
     if where.mode == "none":
         return Published("", "none", False, "skipped")
     api = _api(token)
-    description = f"{pr_description.rstrip()}\n\n{pr_marker(source_sha, list(package_dirs))}\n"
+    marker = pr_marker(source_sha, list(package_dirs))
+    description = f"{pr_description.rstrip()}\n\n{marker}\n"
     layout_files = layout_files or {}
     with _reported(where.mode, f"{api.endpoint}/{source_repo_id}", token):
         _check_packages(source_repo_id, source_sha, package_dirs)
@@ -304,7 +311,7 @@ def publish(
         operations = _operations(package_dirs, layout_files, card_text, card_file, where.mode)
         if where.mode == "pr":
             _refuse_overwrites(api, source_repo_id, source_sha, operations)
-        change = _Change(operations, pr_title, description, sorted(package_dirs))
+        change = _Change(operations, pr_title, description, sorted(package_dirs), marker)
         if where.mode == "pr":
             user = api.whoami()["name"]
             return _publish_pr(api, source_repo_id, source_sha, change, where.target.force, user)
@@ -337,6 +344,7 @@ class _Change:
     title: str
     description: str
     variants: list[str]
+    marker: str
 
 
 def _publish_pr(
@@ -345,20 +353,28 @@ def _publish_pr(
     answer = _answer(find_existing_pr(api, repo_id, sha, change.variants, user), force)
     if answer is not None:
         return answer
-    api.preupload_lfs_files(repo_id, additions=change.operations, create_pr=True, free_memory=False)
+    _upload(api, repo_id, change, create_pr=True)
     # another worker may have opened the same PR while the files were uploading
     answer = _answer(find_existing_pr(api, repo_id, sha, change.variants, user), force)
     if answer is not None:
         return answer
-    info = api.create_commit(
-        repo_id,
-        change.operations,
-        commit_message=change.title,
-        commit_description=change.description,
-        create_pr=True,
-        parent_commit=sha,
-    )
-    return Published(str(info.pr_url), "pr", False, "opened")
+
+    def opened() -> Published | None:
+        mine = find_existing_pr(api, repo_id, sha, change.variants, user)
+        return Published(mine.url, "pr", False, "opened") if mine and mine.is_open else None
+
+    def commit() -> Published:
+        info = api.create_commit(
+            repo_id,
+            change.operations,
+            commit_message=change.title,
+            commit_description=change.description,
+            create_pr=True,
+            parent_commit=sha,
+        )
+        return Published(str(info.pr_url), "pr", False, "opened")
+
+    return hub_retry.call("commit", commit, landed=opened)
 
 
 def _publish_repo(
@@ -383,17 +399,29 @@ def _publish_repo(
         )
     try:
         head = api.model_info(repo_id).sha
-        info = api.create_commit(
-            repo_id,
-            change.operations,
-            commit_message=change.title,
-            commit_description=change.description,
-            parent_commit=head,
-        )
+        _upload(api, repo_id, change, create_pr=False)
+
+        def landed() -> str | None:
+            now = api.model_info(repo_id).sha
+            if now == head:
+                return None
+            latest = next(iter(api.list_repo_commits(repo_id)))
+            return now if latest.commit_id == now and change.marker in latest.message else None
+
+        def commit() -> str:
+            return api.create_commit(
+                repo_id,
+                change.operations,
+                commit_message=change.title,
+                commit_description=change.description,
+                parent_commit=head,
+            ).oid
+
+        new_head = hub_retry.call("commit", commit, landed=landed)
     except Exception as err:
         if not existed:
             try:
-                api.delete_repo(repo_id, missing_ok=True)
+                hub_retry.call("clean-up", lambda: api.delete_repo(repo_id, missing_ok=True))
             except Exception as cleanup:
                 raise PublishError(
                     f"{_explain(err, 'repo', url)}; the new repo could not be deleted again "
@@ -402,8 +430,24 @@ def _publish_repo(
         raise
     if not existed:
         return Published(url, "repo", False, "created")
-    changed = info.oid != head
+    changed = new_head != head
     return Published(url, "repo", not changed, "updated" if changed else "unchanged")
+
+
+def _upload(api: HfApi, repo_id: str, change: _Change, create_pr: bool) -> None:
+    """The preupload (which files go to LFS) and the LFS uploads, retried together: files
+    already uploaded are not sent again."""
+    hub_retry.call(
+        _upload_step,
+        lambda: api.preupload_lfs_files(
+            repo_id, additions=change.operations, create_pr=create_pr, free_memory=False
+        ),
+    )
+
+
+def _upload_step(err: BaseException) -> str:
+    """Which part of `_upload` failed: the preupload call, or the LFS batch, PUT or verify."""
+    return "preupload" if "/preupload/" in hub_retry.failed_url(err) else "LFS upload"
 
 
 def _answer(existing: ExistingPR | None, force: bool) -> Published | None:
@@ -497,6 +541,8 @@ def _refuse_overwrites(api: HfApi, repo_id: str, sha: str, operations) -> None:
 
 def _explain(err: Exception, mode: str, where: str) -> str:
     action = "opening a pull request on" if mode == "pr" else "publishing to"
+    if isinstance(err, hub_retry.HubUnavailable):
+        return f"{action} {where} failed: {err}"
     if isinstance(err, RuntimeError) and isinstance(err.__cause__, Exception):
         return f"{_explain(err.__cause__, mode, where)} ({err})"  # the client wraps LFS uploads
     if isinstance(err, RepositoryNotFoundError):
