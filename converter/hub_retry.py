@@ -105,9 +105,11 @@ def call(
         name = step if isinstance(step, str) else step(failure)
         if attempt == policy.attempts:
             raise HubUnavailable(name, attempt, failure) from failure
-        wait = policy.wait(attempt, _retry_after(failure))
+        retry_after = _retry_after(failure)
+        wait = policy.wait(attempt, retry_after)
         if time.monotonic() - start + wait > policy.budget_s:
-            note = f" (a retry would pass the {policy.budget_s:g} s budget)"
+            asked = f"the Hub asked to wait {retry_after:g} s; " if retry_after else ""
+            note = f" ({asked}a retry would pass the {policy.budget_s:g} s budget)"
             raise HubUnavailable(name, attempt, failure, note) from failure
         log.warning(
             "the %s failed: %s; retry %d of %d in %.2f s",

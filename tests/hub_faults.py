@@ -56,7 +56,7 @@ class Fault:
         return self.kind in SILENT
 
     def answer(self) -> Response:
-        message = f"injected fault: HTTP {self.kind}"
+        message = "injected fault"
         response = Response.json({"error": message}, int(self.kind))
         response.headers["X-Error-Message"] = message
         if self.retry_after is not None:
