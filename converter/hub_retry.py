@@ -90,7 +90,7 @@ def call(
     """`run()`, retried under the policy; see the module doc. `step` names it in messages, or
     names the part that failed, given the error."""
     policy = RetryPolicy.from_env()
-    _use_timeout(policy.timeout_s)
+    use_timeout(policy.timeout_s)
     start, attempt = time.monotonic(), 1
     while True:
         try:
@@ -184,7 +184,7 @@ _timeout_lock = threading.Lock()
 _timeout_s: float | None = None  # what the client's session was last given
 
 
-def _use_timeout(seconds: float) -> None:
+def use_timeout(seconds: float) -> None:
     """Make the client's shared session time out (its default waits forever); the session is
     rebuilt only when the setting changes."""
     global _timeout_s

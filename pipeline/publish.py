@@ -400,24 +400,7 @@ def _publish_repo(
     try:
         head = api.model_info(repo_id).sha
         _upload(api, repo_id, change, create_pr=False)
-
-        def landed() -> str | None:
-            now = api.model_info(repo_id).sha
-            if now == head:
-                return None
-            latest = next(iter(api.list_repo_commits(repo_id)))
-            return now if latest.commit_id == now and change.marker in latest.message else None
-
-        def commit() -> str:
-            return api.create_commit(
-                repo_id,
-                change.operations,
-                commit_message=change.title,
-                commit_description=change.description,
-                parent_commit=head,
-            ).oid
-
-        new_head = hub_retry.call("commit", commit, landed=landed)
+        new_head = _commit_to_repo(api, repo_id, head, change)
     except Exception as err:
         if not existed:
             try:
@@ -432,6 +415,28 @@ def _publish_repo(
         return Published(url, "repo", False, "created")
     changed = new_head != head
     return Published(url, "repo", not changed, "updated" if changed else "unchanged")
+
+
+def _commit_to_repo(api: HfApi, repo_id: str, head: str | None, change: _Change) -> str:
+    """Commit `change` on top of `head`; the new head's sha."""
+
+    def landed() -> str | None:
+        now = api.model_info(repo_id).sha
+        if now == head:
+            return None
+        latest = next(iter(api.list_repo_commits(repo_id)))
+        return now if latest.commit_id == now and change.marker in latest.message else None
+
+    def commit() -> str:
+        return api.create_commit(
+            repo_id,
+            change.operations,
+            commit_message=change.title,
+            commit_description=change.description,
+            parent_commit=head,
+        ).oid
+
+    return hub_retry.call("commit", commit, landed=landed)
 
 
 def _upload(api: HfApi, repo_id: str, change: _Change, create_pr: bool) -> None:

@@ -17,7 +17,7 @@ import huggingface_hub.utils._http
 import pytest
 
 from converter.errors import ConfigError, SourceError
-from converter.hub_retry import RetryPolicy
+from converter.hub_retry import RetryPolicy, use_timeout
 from converter.source import resolve_source
 from pipeline.jobs import ConversionRequest, JobQueue, Limits
 from pipeline.publish import PublishError, PublishTarget
@@ -56,6 +56,8 @@ def faults(fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fault
     monkeypatch.setattr(fake_hub.faults, "hang_s", 1.0)
     yield fake_hub.faults
     fake_hub.faults.clear()
+    monkeypatch.delenv("MOBIUS_HUB_TIMEOUT_S")
+    use_timeout(RetryPolicy.from_env().timeout_s)  # later tests' Hub calls get the default
 
 
 @pytest.fixture(scope="module")
