@@ -7,10 +7,11 @@ Transformers.js files of the portable variants (`onnx/model*.onnx`, and in repo 
 goes in one commit, which the Hub applies atomically: a failure leaves no PR and no half-filled
 repo behind (a repo this call created is deleted again), and raises `PublishError`.
 
-Retries (`converter.hub_retry`): the preupload with the LFS uploads, and the commit, are each
-retried on transient failures. Before the commit is sent again, the Hub is asked whether the last
-one landed although its answer was lost (the PR with this request's marker is open; the export
-repo's head moved to a commit carrying the marker): then it is not sent twice.
+Retries (`converter.hub_retry`): the look-ups (existing PRs, repos, manifests), the preupload
+with the LFS uploads, and the commit are each retried on transient failures. Before the commit
+is sent again, the Hub is asked whether the last one landed although its answer was lost (the
+PR with this request's marker is open; the export repo's head moved to a commit carrying the
+marker): then it is not sent twice.
 
 Where a repo-mode export goes (`destination`): `{namespace}/{name}-ONNX`, unless that repo
 exists and is not an export of this very source (its variant manifests name another source, or
@@ -183,7 +184,8 @@ def destination(source_repo_id: str, target: PublishTarget, token: str | None) -
     if target.mode == "pr":
         return Destination(target, source_repo_id)
     api = _api(token)
-    with _reported("repo", f"{api.endpoint}/{source_repo_id}", token):
+
+    def resolve() -> Destination:
         writable = writable_namespaces(token)
         namespace = target.namespace or api.whoami()["name"]
         if namespace not in writable:
@@ -194,7 +196,10 @@ def destination(source_repo_id: str, target: PublishTarget, token: str | None) -
         info = api.model_info(source_repo_id)
         private = target.private or bool(info.private or info.gated)
         repo_id, note = _free_repo(api, source_repo_id, namespace)
-    return Destination(target, repo_id, private, note)
+        return Destination(target, repo_id, private, note)
+
+    with _reported("repo", f"{api.endpoint}/{source_repo_id}", token):
+        return hub_retry.call("look-up", resolve)
 
 
 def writable_namespaces(token: str | None) -> list[str]:
@@ -272,7 +277,8 @@ def already_published(
     if where.mode == "none":
         return None
     api = _api(token)
-    with _reported(where.mode, f"{api.endpoint}/{source_repo_id}", token):
+
+    def look_up() -> Published | None:
         if where.mode == "pr":
             user = api.whoami()["name"]
             existing = find_existing_pr(api, source_repo_id, source_sha, variants, user)
@@ -282,6 +288,9 @@ def already_published(
         ):
             return None
         return Published(f"{api.endpoint}/{where.repo_id}", "repo", True, "unchanged")
+
+    with _reported(where.mode, f"{api.endpoint}/{source_repo_id}", token):
+        return hub_retry.call("look-up", look_up)
 
 
 def publish(
@@ -310,10 +319,12 @@ def publish(
         card_file = card_path(where.mode)
         operations = _operations(package_dirs, layout_files, card_text, card_file, where.mode)
         if where.mode == "pr":
-            _refuse_overwrites(api, source_repo_id, source_sha, operations)
+            hub_retry.call(
+                "look-up", lambda: _refuse_overwrites(api, source_repo_id, source_sha, operations)
+            )
         change = _Change(operations, pr_title, description, sorted(package_dirs), marker)
         if where.mode == "pr":
-            user = api.whoami()["name"]
+            user = hub_retry.call("look-up", lambda: api.whoami()["name"])
             return _publish_pr(api, source_repo_id, source_sha, change, where.target.force, user)
         with _reported(where.mode, f"{api.endpoint}/{where.repo_id}", token):
             return _publish_repo(api, source_repo_id, where, change)
@@ -350,17 +361,20 @@ class _Change:
 def _publish_pr(
     api: HfApi, repo_id: str, sha: str, change: _Change, force: bool, user: str
 ) -> Published:
-    answer = _answer(find_existing_pr(api, repo_id, sha, change.variants, user), force)
+    def existing() -> ExistingPR | None:
+        return find_existing_pr(api, repo_id, sha, change.variants, user)
+
+    answer = _answer(hub_retry.call("look-up", existing), force)
     if answer is not None:
         return answer
     _upload(api, repo_id, change, create_pr=True)
     # another worker may have opened the same PR while the files were uploading
-    answer = _answer(find_existing_pr(api, repo_id, sha, change.variants, user), force)
+    answer = _answer(hub_retry.call("look-up", existing), force)
     if answer is not None:
         return answer
 
     def opened() -> Published | None:
-        mine = find_existing_pr(api, repo_id, sha, change.variants, user)
+        mine = existing()
         return Published(mine.url, "pr", False, "opened") if mine and mine.is_open else None
 
     def commit() -> Published:
@@ -382,8 +396,13 @@ def _publish_repo(
 ) -> Published:
     repo_id, private = where.repo_id, where.private
     url = f"{api.endpoint}/{repo_id}"
-    existed = api.repo_exists(repo_id)
-    if existed and private and not api.model_info(repo_id).private:
+
+    def found() -> tuple[bool, bool]:
+        exists = api.repo_exists(repo_id)
+        return exists, exists and bool(api.model_info(repo_id).private)
+
+    existed, was_private = hub_retry.call("look-up", found)
+    if existed and private and not was_private:
         raise PublishError(f"{url} exists and is public; this export must be private")
     try:
         api.create_repo(repo_id, private=private, exist_ok=existed)
@@ -391,14 +410,15 @@ def _publish_repo(
         if err.response.status_code != 409:
             raise
         existed = True  # someone created it meanwhile: it is not ours to delete
-    owner = _export_source(api, repo_id)  # again: the conversion took a while
+    # again: the conversion took a while
+    owner = hub_retry.call("look-up", lambda: _export_source(api, repo_id))
     if owner not in (None, source_repo_id):
         raise PublishError(
             f"{url} now holds {_owned_by(owner)}; the export of {source_repo_id} was not "
             "published there (try again)"
         )
     try:
-        head = api.model_info(repo_id).sha
+        head = hub_retry.call("look-up", lambda: api.model_info(repo_id).sha)
         _upload(api, repo_id, change, create_pr=False)
         new_head = _commit_to_repo(api, repo_id, head, change)
     except Exception as err:

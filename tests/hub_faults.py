@@ -3,11 +3,13 @@
     fault = hub.faults.add("commit", "503", times=2)   # the next 2 commits answer HTTP 503
     hub.faults.add("lfs", "drop")                      # every LFS upload PUT: connection closed
 
-Routes: `resolve` (file HEAD/GET, `method` narrows it), `preupload`, `lfs` (the upload PUT),
-`commit`. Kinds: an HTTP status (`"500"`, `"503"`, `"429"` with `retry_after`), `"timeout"` (no
-answer: the connection stays silent for `hang_s`, then closes), `"drop"` (closed without an
-answer) and `"lost-reply"` (the request is served, then the connection closes before the answer,
-as when a commit lands but its reply is lost). `times=None` fails every matching request.
+Routes: `look-up` (any GET of a repo's API: info, tree, discussions ...), `discussions` (the
+PR listing and details), `resolve` (file HEAD/GET, `method` narrows it), `preupload`, `lfs` (the
+upload PUT), `commit`. Kinds: an HTTP status (`"500"`, `"503"`, `"429"` with `retry_after`),
+`"timeout"` (no answer: the connection stays silent for `hang_s`, then closes), `"drop"` (closed
+without an answer) and `"lost-reply"` (the request is served, then the connection closes before
+the answer, as when a commit lands but its reply is lost). `times=None` fails every matching
+request.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 from tests.hub_server import REPO, Response
 
 ROUTES = {
+    "look-up": ("GET", rf"/api/models/{REPO}(?:/.*)?"),  # info, tree, refs, commits, discussions
+    "discussions": ("GET", rf"/api/models/{REPO}/discussions(?:/\d+)?"),  # PRs: list, details
     "resolve": ("HEAD GET", rf"/{REPO}/resolve/[^/]+/.+"),
     "preupload": ("POST", rf"/api/models/{REPO}/preupload/[^/]+"),
     "lfs": ("PUT", rf"/_lfs/{REPO}/[0-9a-f]{{64}}"),

@@ -124,6 +124,17 @@ def test_transient_fault_is_retried_and_the_pull_request_opens(
         assert bool(retried) == mobius_retries
 
 
+def test_look_ups_around_the_upload_are_retried(
+    source: Source, faults: Faults, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The client never retries the look-up of existing PRs: mobius does."""
+    caplog.set_level(logging.WARNING, logger="mobius.hub")
+    fault = faults.add("discussions", "503", times=2)
+    assert source.publish(PublishTarget("pr")).outcome == "opened"
+    assert fault.hits == 2 and len(source.repo.discussions) == 1
+    assert sum("the look-up failed" in line for line in retries_logged(caplog)) == 2
+
+
 def test_rate_limited_commit_waits_as_asked(source: Source, faults: Faults) -> None:
     fault = faults.add("commit", "429", times=1, retry_after=0)
     assert source.publish(PublishTarget("pr")).outcome == "opened"
@@ -177,6 +188,7 @@ def test_lost_commit_reply_in_repo_mode_commits_once(
         ("commit", "503", "commit", "HTTP 503: injected fault"),
         ("commit", "drop", "commit", "the connection was dropped"),
         ("commit", "timeout", "commit", "no answer in time (ReadTimeout)"),
+        ("look-up", "502", "look-up", "HTTP 502: injected fault"),
     ],
 )
 def test_persistent_fault_fails_naming_the_step_and_publishes_nothing(
@@ -223,21 +235,23 @@ def tiny_repo(hub: FakeHub) -> str:
 
 
 # The client retries a file's HEAD on a status or timeout (7 tries), a GET's dropped body (6);
-# never a GET answered 5xx, nor a HEAD whose connection dropped: those reach mobius's retry.
+# never a GET answered 5xx, a HEAD whose connection dropped, nor the repo's info: those reach
+# mobius's retry.
 @pytest.mark.parametrize(
-    ("kind", "method", "times", "mobius_retries"),
+    ("route", "kind", "method", "mobius_retries"),
     [
-        ("503", "GET", 1, True),
-        ("drop", "HEAD", 1, True),
-        ("503", "HEAD", 1, False),
-        ("timeout", None, 1, False),
-        ("drop", "GET", 1, False),
+        ("resolve", "503", "GET", True),
+        ("resolve", "drop", "HEAD", True),
+        ("look-up", "503", None, True),
+        ("resolve", "503", "HEAD", False),
+        ("resolve", "timeout", None, False),
+        ("resolve", "drop", "GET", False),
     ],
 )
 def test_transient_download_fault_is_retried(
+    route: str,
     kind: str,
     method: str | None,
-    times: int,
     mobius_retries: bool,
     fake_hub: FakeHub,
     faults: Faults,
@@ -245,12 +259,11 @@ def test_transient_download_fault_is_retried(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="mobius.hub")
     repo_id = tiny_repo(fake_hub)
-    fault = faults.add("resolve", kind, times=times, method=method)
+    fault = faults.add(route, kind, times=1, method=method)
     source = resolve_source(repo_id, progress=False)
-    assert fault.hits == times
-    assert (source.path / "model.safetensors").read_bytes() == (
-        TINY / "model.safetensors"
-    ).read_bytes()
+    assert fault.hits == 1
+    weights = (source.path / "model.safetensors").read_bytes()
+    assert weights == (TINY / "model.safetensors").read_bytes()
     assert bool(retries_logged(caplog)) == mobius_retries
 
 
@@ -291,6 +304,7 @@ def test_job_succeeds_through_transient_faults_at_every_step(
     fake_hub.add_token(BOT_TOKEN, BOT)
     repo_id = tiny_repo(fake_hub)
     plan = [
+        faults.add("discussions", "503", times=1),  # is there a PR already? (before converting)
         faults.add("resolve", "503", times=1, method="GET"),
         faults.add("preupload", "503", times=6),
         faults.add("lfs", "drop", times=2),
