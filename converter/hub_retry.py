@@ -1,5 +1,5 @@
-"""One retry policy for the Hub steps of a job: the download, the preupload, the LFS upload, the
-commit.
+"""One retry policy for the Hub steps of a job: the download, the look-ups, the preupload, the
+LFS upload, the commit.
 
 A step is retried when it failed transiently: HTTP 408, 429, 500, 502, 503 or 504, a timeout, a
 refused or dropped connection; never on any other answer (401, 403, 404, 409, 412 ...). Waits
