@@ -20,6 +20,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import tqdm as hf_tqdm
 
+from converter import hub_retry
 from converter.errors import SourceError
 from converter.repo_files import CONFIG, INDEX, PICKLE_SUFFIXES, fetch_plan
 
@@ -32,13 +33,16 @@ class _QuietTqdm(hf_tqdm):
 def download(
     model: str, revision: str | None, token: str | None, progress: bool
 ) -> tuple[Path, str]:
-    """The snapshot folder and the commit sha it is pinned to. Each Hub failure becomes one
-    SourceError line; the token never appears in it."""
+    """The snapshot folder and the commit sha it is pinned to, retried as a whole on transient
+    failures (`converter.hub_retry`; files already fetched stay in the cache). Each Hub failure
+    becomes one SourceError line; the token never appears in it."""
     api = HfApi(token=token)
     try:
-        return _download(api, model, revision, token, progress)
+        return hub_retry.call("download", lambda: _download(api, model, revision, token, progress))
     except SourceError:
         raise
+    except hub_retry.HubUnavailable as err:
+        raise SourceError(f"cannot fetch '{model}' from {api.endpoint}: {err}") from err
     except GatedRepoError as err:  # before RepositoryNotFoundError, its base class
         raise SourceError(
             f"'{model}' is gated: accept its terms on the Hub and set HF_TOKEN"

@@ -15,6 +15,7 @@ from typing import Any
 from huggingface_hub import HfApi
 
 import model_cards
+from converter import hub_retry
 from converter.build import build
 from converter.errors import MobiusError
 from converter.package import transformers_js
@@ -173,7 +174,10 @@ def _card(request, source, packages, result, mode, where: Destination, token):
     if source.repo_id is None:
         info = model_cards.SourceInfo.local(source.path, model_type=manifest["model_type"])
     else:
-        hub = HfApi(token=token).model_info(source.repo_id, revision=source.revision)
+        api = HfApi(token=token)
+        hub = hub_retry.call(
+            "look-up", lambda: api.model_info(source.repo_id, revision=source.revision)
+        )
         info = model_cards.SourceInfo.from_model_info(
             hub, model_type=manifest["model_type"], ref=request.revision
         )

@@ -7,6 +7,12 @@ Transformers.js files of the portable variants (`onnx/model*.onnx`, and in repo 
 goes in one commit, which the Hub applies atomically: a failure leaves no PR and no half-filled
 repo behind (a repo this call created is deleted again), and raises `PublishError`.
 
+Retries (`converter.hub_retry`): the look-ups (existing PRs, repos, manifests), the preupload
+with the LFS uploads, and the commit are each retried on transient failures. Before the commit
+is sent again, the Hub is asked whether the last one landed although its answer was lost (the
+PR with this request's marker is open; the export repo's head moved to a commit carrying the
+marker): then it is not sent twice.
+
 Where a repo-mode export goes (`destination`): `{namespace}/{name}-ONNX`, unless that repo
 exists and is not an export of this very source (its variant manifests name another source, or
 it is no mobius export at all); then `{namespace}/{source namespace}-{name}-ONNX`, then the same
@@ -43,7 +49,9 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
+from converter import hub_retry
 from converter.errors import MobiusError
+from converter.hub_retry import TOKEN_LIKE
 from converter.repo_files import CONFIG, RUNTIME_FILES
 from model_cards import card_path
 from model_cards.layout import hub_paths
@@ -54,7 +62,6 @@ FOLDER = re.compile(r"onnx/[A-Za-z0-9][A-Za-z0-9._-]*")
 JS_MODEL = re.compile(r"onnx/model(_[a-z0-9]+)?\.onnx(_data)?")  # Transformers.js' file names
 MANIFEST = re.compile(r"onnx/[^/]+/mobius\.json")
 MARKER = re.compile(r"<!-- mobius: (\{.*?\}) -->")
-TOKEN_LIKE = re.compile(r"hf_[A-Za-z0-9]{8,}")
 
 
 class PublishError(MobiusError):
@@ -177,7 +184,8 @@ def destination(source_repo_id: str, target: PublishTarget, token: str | None) -
     if target.mode == "pr":
         return Destination(target, source_repo_id)
     api = _api(token)
-    with _reported("repo", f"{api.endpoint}/{source_repo_id}", token):
+
+    def resolve() -> Destination:
         writable = writable_namespaces(token)
         namespace = target.namespace or api.whoami()["name"]
         if namespace not in writable:
@@ -188,7 +196,10 @@ def destination(source_repo_id: str, target: PublishTarget, token: str | None) -
         info = api.model_info(source_repo_id)
         private = target.private or bool(info.private or info.gated)
         repo_id, note = _free_repo(api, source_repo_id, namespace)
-    return Destination(target, repo_id, private, note)
+        return Destination(target, repo_id, private, note)
+
+    with _reported("repo", f"{api.endpoint}/{source_repo_id}", token):
+        return hub_retry.call("look-up", resolve)
 
 
 def writable_namespaces(token: str | None) -> list[str]:
@@ -266,7 +277,8 @@ def already_published(
     if where.mode == "none":
         return None
     api = _api(token)
-    with _reported(where.mode, f"{api.endpoint}/{source_repo_id}", token):
+
+    def look_up() -> Published | None:
         if where.mode == "pr":
             user = api.whoami()["name"]
             existing = find_existing_pr(api, source_repo_id, source_sha, variants, user)
@@ -276,6 +288,9 @@ def already_published(
         ):
             return None
         return Published(f"{api.endpoint}/{where.repo_id}", "repo", True, "unchanged")
+
+    with _reported(where.mode, f"{api.endpoint}/{source_repo_id}", token):
+        return hub_retry.call("look-up", look_up)
 
 
 def publish(
@@ -295,7 +310,8 @@ def publish(
     if where.mode == "none":
         return Published("", "none", False, "skipped")
     api = _api(token)
-    description = f"{pr_description.rstrip()}\n\n{pr_marker(source_sha, list(package_dirs))}\n"
+    marker = pr_marker(source_sha, list(package_dirs))
+    description = f"{pr_description.rstrip()}\n\n{marker}\n"
     layout_files = layout_files or {}
     with _reported(where.mode, f"{api.endpoint}/{source_repo_id}", token):
         _check_packages(source_repo_id, source_sha, package_dirs)
@@ -303,10 +319,12 @@ def publish(
         card_file = card_path(where.mode)
         operations = _operations(package_dirs, layout_files, card_text, card_file, where.mode)
         if where.mode == "pr":
-            _refuse_overwrites(api, source_repo_id, source_sha, operations)
-        change = _Change(operations, pr_title, description, sorted(package_dirs))
+            hub_retry.call(
+                "look-up", lambda: _refuse_overwrites(api, source_repo_id, source_sha, operations)
+            )
+        change = _Change(operations, pr_title, description, sorted(package_dirs), marker)
         if where.mode == "pr":
-            user = api.whoami()["name"]
+            user = hub_retry.call("look-up", lambda: api.whoami()["name"])
             return _publish_pr(api, source_repo_id, source_sha, change, where.target.force, user)
         with _reported(where.mode, f"{api.endpoint}/{where.repo_id}", token):
             return _publish_repo(api, source_repo_id, where, change)
@@ -337,28 +355,40 @@ class _Change:
     title: str
     description: str
     variants: list[str]
+    marker: str
 
 
 def _publish_pr(
     api: HfApi, repo_id: str, sha: str, change: _Change, force: bool, user: str
 ) -> Published:
-    answer = _answer(find_existing_pr(api, repo_id, sha, change.variants, user), force)
+    def existing() -> ExistingPR | None:
+        return find_existing_pr(api, repo_id, sha, change.variants, user)
+
+    answer = _answer(hub_retry.call("look-up", existing), force)
     if answer is not None:
         return answer
-    api.preupload_lfs_files(repo_id, additions=change.operations, create_pr=True, free_memory=False)
+    _upload(api, repo_id, change, create_pr=True)
     # another worker may have opened the same PR while the files were uploading
-    answer = _answer(find_existing_pr(api, repo_id, sha, change.variants, user), force)
+    answer = _answer(hub_retry.call("look-up", existing), force)
     if answer is not None:
         return answer
-    info = api.create_commit(
-        repo_id,
-        change.operations,
-        commit_message=change.title,
-        commit_description=change.description,
-        create_pr=True,
-        parent_commit=sha,
-    )
-    return Published(str(info.pr_url), "pr", False, "opened")
+
+    def opened() -> Published | None:
+        mine = existing()
+        return Published(mine.url, "pr", False, "opened") if mine and mine.is_open else None
+
+    def commit() -> Published:
+        info = api.create_commit(
+            repo_id,
+            change.operations,
+            commit_message=change.title,
+            commit_description=change.description,
+            create_pr=True,
+            parent_commit=sha,
+        )
+        return Published(str(info.pr_url), "pr", False, "opened")
+
+    return hub_retry.call("commit", commit, landed=opened)
 
 
 def _publish_repo(
@@ -366,8 +396,13 @@ def _publish_repo(
 ) -> Published:
     repo_id, private = where.repo_id, where.private
     url = f"{api.endpoint}/{repo_id}"
-    existed = api.repo_exists(repo_id)
-    if existed and private and not api.model_info(repo_id).private:
+
+    def found() -> tuple[bool, bool]:
+        exists = api.repo_exists(repo_id)
+        return exists, exists and bool(api.model_info(repo_id).private)
+
+    existed, was_private = hub_retry.call("look-up", found)
+    if existed and private and not was_private:
         raise PublishError(f"{url} exists and is public; this export must be private")
     try:
         api.create_repo(repo_id, private=private, exist_ok=existed)
@@ -375,25 +410,21 @@ def _publish_repo(
         if err.response.status_code != 409:
             raise
         existed = True  # someone created it meanwhile: it is not ours to delete
-    owner = _export_source(api, repo_id)  # again: the conversion took a while
+    # again: the conversion took a while
+    owner = hub_retry.call("look-up", lambda: _export_source(api, repo_id))
     if owner not in (None, source_repo_id):
         raise PublishError(
             f"{url} now holds {_owned_by(owner)}; the export of {source_repo_id} was not "
             "published there (try again)"
         )
     try:
-        head = api.model_info(repo_id).sha
-        info = api.create_commit(
-            repo_id,
-            change.operations,
-            commit_message=change.title,
-            commit_description=change.description,
-            parent_commit=head,
-        )
+        head = hub_retry.call("look-up", lambda: api.model_info(repo_id).sha)
+        _upload(api, repo_id, change, create_pr=False)
+        new_head = _commit_to_repo(api, repo_id, head, change)
     except Exception as err:
         if not existed:
             try:
-                api.delete_repo(repo_id, missing_ok=True)
+                hub_retry.call("clean-up", lambda: api.delete_repo(repo_id, missing_ok=True))
             except Exception as cleanup:
                 raise PublishError(
                     f"{_explain(err, 'repo', url)}; the new repo could not be deleted again "
@@ -402,8 +433,46 @@ def _publish_repo(
         raise
     if not existed:
         return Published(url, "repo", False, "created")
-    changed = info.oid != head
+    changed = new_head != head
     return Published(url, "repo", not changed, "updated" if changed else "unchanged")
+
+
+def _commit_to_repo(api: HfApi, repo_id: str, head: str | None, change: _Change) -> str:
+    """Commit `change` on top of `head`; the new head's sha."""
+
+    def landed() -> str | None:
+        now = api.model_info(repo_id).sha
+        if now == head:
+            return None
+        latest = next(iter(api.list_repo_commits(repo_id)))
+        return now if latest.commit_id == now and change.marker in latest.message else None
+
+    def commit() -> str:
+        return api.create_commit(
+            repo_id,
+            change.operations,
+            commit_message=change.title,
+            commit_description=change.description,
+            parent_commit=head,
+        ).oid
+
+    return hub_retry.call("commit", commit, landed=landed)
+
+
+def _upload(api: HfApi, repo_id: str, change: _Change, create_pr: bool) -> None:
+    """The preupload (which files go to LFS) and the LFS uploads, retried together: files
+    already uploaded are not sent again."""
+    hub_retry.call(
+        _upload_step,
+        lambda: api.preupload_lfs_files(
+            repo_id, additions=change.operations, create_pr=create_pr, free_memory=False
+        ),
+    )
+
+
+def _upload_step(err: BaseException) -> str:
+    """Which part of `_upload` failed: the preupload call, or the LFS batch, PUT or verify."""
+    return "preupload" if "/preupload/" in hub_retry.failed_url(err) else "LFS upload"
 
 
 def _answer(existing: ExistingPR | None, force: bool) -> Published | None:
@@ -497,6 +566,8 @@ def _refuse_overwrites(api: HfApi, repo_id: str, sha: str, operations) -> None:
 
 def _explain(err: Exception, mode: str, where: str) -> str:
     action = "opening a pull request on" if mode == "pr" else "publishing to"
+    if isinstance(err, hub_retry.HubUnavailable):
+        return f"{action} {where} failed: {err}"
     if isinstance(err, RuntimeError) and isinstance(err.__cause__, Exception):
         return f"{_explain(err.__cause__, mode, where)} ({err})"  # the client wraps LFS uploads
     if isinstance(err, RepositoryNotFoundError):

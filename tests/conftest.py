@@ -23,6 +23,9 @@ atexit.register(shutil.rmtree, os.environ["HF_HOME"], ignore_errors=True)
 os.environ["HF_HUB_DISABLE_XET"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+# mobius's Hub retries (converter/hub_retry.py) wait milliseconds here, not seconds
+os.environ["MOBIUS_HUB_BACKOFF_S"] = "0.01"
+os.environ["MOBIUS_HUB_MAX_WAIT_S"] = "0.05"
 
 from tests.hub_server import FakeHub  # noqa: E402
 from tests.legacy_clients import LegacyClients, build_legacy_clients  # noqa: E402

@@ -5,7 +5,8 @@ model, the access rules, the read side (`model_info`, `list_repo_tree`, `hf_hub_
 `snapshot_download`) and the HTTP plumbing; `tests/hub_api.py` serves the write side (whoami,
 repo create/delete, preupload, LFS, commits, pull requests, discussions, refs). Errors carry the
 `X-Error-Code` header the client turns into typed exceptions. Routes are a table, so a test can
-add or override endpoints with `add_route`, or make one fail with `failing`.
+add or override endpoints with `add_route`, or make one fail with `failing`; `faults`
+(`tests/hub_faults.py`) injects error statuses, timeouts and dropped connections by plan.
 
 Access: a token maps to a user. Public repos are readable by anyone, gated ones (their files) by
 any signed-in user; a private repo only by members of its namespace (the user or the user's
@@ -207,8 +208,10 @@ class FakeHub:
                 method, rf"/{REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)", self.resolve_file
             )
         from tests.hub_api import WriteApi  # the write side, in its own module; it imports this one
+        from tests.hub_faults import Faults
 
         self.writes = WriteApi(self)
+        self.faults = Faults()
 
     # -- life cycle ------------------------------------------------------------------------
     @property
@@ -225,6 +228,7 @@ class FakeHub:
         return self
 
     def stop(self) -> None:
+        self.faults.clear()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -527,7 +531,15 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         headers = {k.lower(): v for k, v in self.headers.items()}
         request = Request(self.command, url.path, parse_qs(url.query), headers, self._body())
-        response = hub.handle(request)
+        fault = hub.faults.take(request.method, request.path)
+        if fault is not None and fault.silent:
+            if fault.kind == "lost-reply":
+                hub.handle(request)
+            elif fault.kind == "timeout":
+                hub.faults.hang()  # outside the hub's lock: other requests go on
+            self.close_connection = True  # closed without an answer
+            return
+        response = hub.handle(request) if fault is None else fault.answer()
         self.send_response(response.status)
         for key, value in response.headers.items():
             self.send_header(key, value)
