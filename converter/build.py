@@ -8,7 +8,14 @@ from converter.config import ConfigReader, check_generation_config, model_type_o
 from converter.dtypes import FLOAT_TYPES
 from converter.errors import ConfigError
 from converter.execution_providers import execution_provider
-from converter.features import TEXT_ONLY, UNREAD, parse_features, text_only
+from converter.features import (
+    PRUNE_PREFILL,
+    TEXT_ONLY,
+    UNREAD,
+    parse_features,
+    prune_prefill,
+    text_only,
+)
 from converter.lowering import Int4, LoweringReport, Plan, lower
 from converter.package import ModelPackage
 from converter.registry import family_for
@@ -43,7 +50,8 @@ def build(
     activation dtype). Unsupported pairs fail before any download. `task`
     names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
-    `features` names build features (converter/features.py: `["text-only"]`); `release` saves
+    `features` names build features (converter/features.py: `["text-only"]`,
+    `["prune-prefill-prefix"]`); `release` saves
     the graphs without debug and provenance metadata (converter/release.py).
     """
     provider = execution_provider(ep, dtype)
@@ -62,6 +70,10 @@ def build(
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
     task_name = task_of(raw, family, task if isinstance(task, str) or task is None else task.name)
     task = TASKS[task_name] if task is None or isinstance(task, str) else task
+    if PRUNE_PREFILL in features:
+        task = prune_prefill(task)
+    if getattr(task, "last_logits_only", False):  # asked for by a task object: recorded alike
+        features |= {PRUNE_PREFILL}
     module = family.make_model(cfg, float_type, provider, task_name, frozenset(checkpoint.tensors))
     components = [c.saved_as(dtype) for c in task.components(module, cfg, float_type)]
     tied = getattr(cfg, "tie_word_embeddings", False)

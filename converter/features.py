@@ -11,11 +11,13 @@ from converter.registry import Family, family_for
 from converter.weights import Checkpoint
 
 TEXT_ONLY = "text-only"
+PRUNE_PREFILL = "prune-prefill-prefix"
 FEATURES = {
     TEXT_ONLY: "export only a multimodal model's text decoder, to run as a plain LLM",
+    PRUNE_PREFILL: "logits for each row's last position only: the LM head multiplies one row",
 }
 # the original converter's other features, not built yet (issue 15)
-NOT_YET = ("static-cache", "fp8-kv-cache", "prune-prefill-prefix")
+NOT_YET = ("static-cache", "fp8-kv-cache")
 
 
 def parse_features(values: Iterable[str] | str | None) -> frozenset[str]:
@@ -52,6 +54,17 @@ def text_only(family: Family, cfg, checkpoint: Checkpoint):
     # projectors) goes under unread.
     apart = ((r"^(?!language_model\.)", "unread."), (r"^language_model\.", ""))
     return text_family, text_cfg, checkpoint.renamed(apart).renamed(text_family.renames)
+
+
+def prune_prefill(task):
+    """`task` asking for the last position's logits alone: text generation's, and a
+    vision-language model's decoder's (the tasks whose decoder-only graph has a prefill)."""
+    if not hasattr(task, "last_logits_only"):
+        raise ConfigError(
+            f"feature {PRUNE_PREFILL!r} is for text generation and vision-language decoders, "
+            f"not the {task.name} task"
+        )
+    return replace(task, last_logits_only=True)
 
 
 UNREAD = r"unread\..+"  # what a text-only build leaves in the checkpoint

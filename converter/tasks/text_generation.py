@@ -37,6 +37,7 @@ class DecoderInputs:
     position_ids: ir.Value
     past: list[tuple[ir.Value, ir.Value]]
     input_ids: ir.Value | None = None
+    last_only: bool = False  # the logits of the last position alone
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,9 @@ class TextGenerationTask:
              both), attention_mask [batch, total_sequence_length],
              position_ids [batch, sequence_length] (or [3, batch, sequence_length] with
              `mrope`), past_key_values.{i}.key / .value [batch, *the layer's cache shape]
-    outputs: logits [batch, sequence_length, vocab_size], present.{i}.key / .value
+    outputs: logits [batch, sequence_length, vocab_size] (with `last_logits_only`: [batch, 1,
+             vocab_size], the last position's: a row's last token where rows are unpadded or
+             left-padded), present.{i}.key / .value
     """
 
     name: str = "text-generation"
@@ -57,6 +60,7 @@ class TextGenerationTask:
     mrope: bool = False
     embeds_width: int | None = None  # inputs_embeds' width, when more is packed beside hidden
     ids_beside_embeds: bool = False
+    last_logits_only: bool = False  # the prune-prefill-prefix feature
     past_key: str = "past_key_values.%d.key"
     past_value: str = "past_key_values.%d.value"
     present_key: str = "present.%d.key"
@@ -91,9 +95,12 @@ class TextGenerationTask:
             )
             for i, cache in enumerate(caches)
         ]
-        inputs = DecoderInputs(tokens, self.inputs_embeds, attention_mask, position_ids, past, ids)
+        inputs = DecoderInputs(
+            tokens, self.inputs_embeds, attention_mask, position_ids, past, ids, self.last_logits_only
+        )
         logits, presents = model(builder.op, inputs)
-        set_output(builder, logits, "logits", [*seq, cfg.logits_size], dtype)
+        positions = 1 if self.last_logits_only else "sequence_length"
+        set_output(builder, logits, "logits", [BATCH, positions, cfg.logits_size], dtype)
         for i, ((key, value), cache) in enumerate(zip(presents, caches, strict=True)):
             set_output(builder, key, self.present_key % i, _dims(cache.key), dtype)
             set_output(builder, value, self.present_value % i, _dims(cache.value), dtype)
