@@ -95,8 +95,15 @@ class TextGenerationTask:
             )
             for i, cache in enumerate(caches)
         ]
-        inputs = DecoderInputs(tokens, self.inputs_embeds, attention_mask, position_ids, past, ids)
-        inputs.last_only = self.last_logits_only
+        inputs = DecoderInputs(
+            tokens,
+            self.inputs_embeds,
+            attention_mask,
+            position_ids,
+            past,
+            ids,
+            last_only=self.last_logits_only,
+        )
         logits, presents = model(builder.op, inputs)
         positions = 1 if self.last_logits_only else "sequence_length"
         set_output(builder, logits, "logits", [BATCH, positions, cfg.logits_size], dtype)
