@@ -12,12 +12,13 @@ from converter.weights import Checkpoint
 
 TEXT_ONLY = "text-only"
 PRUNE_PREFILL = "prune-prefill-prefix"
+STATIC_CACHE = "static-cache"
 FEATURES = {
     TEXT_ONLY: "export only a multimodal model's text decoder, to run as a plain LLM",
     PRUNE_PREFILL: "logits for each row's last position only: the LM head multiplies one row",
 }
 # the original converter's other features, not built yet (issue 15)
-NOT_YET = ("static-cache", "fp8-kv-cache")
+NOT_YET = (STATIC_CACHE, "fp8-kv-cache")
 
 
 def parse_features(values: Iterable[str] | str | None) -> frozenset[str]:
