@@ -51,8 +51,8 @@ def build(
     names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
     `features` names build features (converter/features.py: `["text-only"]`,
-    `["prune-prefill-prefix"]`); `release` saves
-    the graphs without debug and provenance metadata (converter/release.py).
+    `["prune-prefill-prefix"]`); `release` saves the graphs without debug and provenance
+    metadata (converter/release.py).
     """
     provider = execution_provider(ep, dtype)
     features = parse_features(features)

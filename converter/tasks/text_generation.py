@@ -37,7 +37,7 @@ class DecoderInputs:
     position_ids: ir.Value
     past: list[tuple[ir.Value, ir.Value]]
     input_ids: ir.Value | None = None
-    last_only: bool = False  # the logits of the last position alone
+    last_only: bool = False  # logits of each row's last new token alone
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ class TextGenerationTask:
              position_ids [batch, sequence_length] (or [3, batch, sequence_length] with
              `mrope`), past_key_values.{i}.key / .value [batch, *the layer's cache shape]
     outputs: logits [batch, sequence_length, vocab_size] (with `last_logits_only`: [batch, 1,
-             vocab_size], the last position's: a row's last token where rows are unpadded or
-             left-padded), present.{i}.key / .value
+             vocab_size], each row's last new token whose attention_mask is 1),
+             present.{i}.key / .value
     """
 
     name: str = "text-generation"
