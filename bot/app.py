@@ -416,6 +416,9 @@ class _Bot:
                 publish=command.publish,
                 requester=comment.requester(),
                 origin=comment.origin,
+                features=command.features,
+                release=command.release,
+                max_seq_len=command.max_seq_len,
             )
         except CommandError as err:
             return self._reply(comment, str(err), "replied", "bad repo id")

@@ -2,6 +2,7 @@
 whose message is the reply that explains the right form.
 
     @<handle> convert [--ep a,b] [--dtype x,y] [--to pr|repo] [--revision REV]
+                      [--features f,g] [--max-seq-len N] [--release]
     @<handle> help
     @<handle> status
     /convert <namespace/name> [same flags]          (GitHub issues; one command per line)
@@ -23,6 +24,10 @@ DEFAULT_DTYPES = ("f32",)
 MAX_VALUES = 4  # execution providers or dtypes in one command
 MAX_COMMAND_CHARS = 500
 TOKEN = re.compile(r"[a-z0-9][a-z0-9_]{0,31}")
+FEATURE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")  # a build feature's name, e.g. text-only
+VALUED = ("--ep", "--dtype", "--to", "--revision", "--features", "--max-seq-len")
+SWITCHES = ("--release",)
+MAX_SEQ_LEN = re.compile(r"[1-9][0-9]{0,6}")
 REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
 
 
@@ -38,21 +43,29 @@ class Command:
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
     publish: Literal["pr", "repo"] = "pr"
     revision: str | None = None
+    features: tuple[str, ...] = ()
+    max_seq_len: int | None = None
+    release: bool = False
 
     def describe(self) -> str:
-        """`cpu-f32, cpu-int4 -> pull request` for acknowledgements."""
+        """`cpu-f32, cpu-int4 -> pull request` for acknowledgements (with the build options)."""
         variants = ", ".join(sorted(f"{e}-{d}" for e in self.eps for d in self.dtypes))
         where = "a pull request on the repo" if self.publish == "pr" else "a new `-ONNX` repo"
         at = f" at revision `{self.revision}`" if self.revision else ""
-        return f"{variants}{at} -> {where}"
+        built = [f"`{name}`" for name in self.features]
+        built += [f"max sequence length {self.max_seq_len}"] if self.max_seq_len else []
+        built += ["`--release`"] if self.release else []
+        options = f" with {', '.join(built)}" if built else ""
+        return f"{variants}{at}{options} -> {where}"
 
 
 def usage(handle: str) -> str:
     """The grammar, for help replies and errors (no line starts with a command)."""
     return (
         f"Usage: `@{handle} convert [--ep cpu,cuda] [--dtype f32,f16,int8,int4] [--to pr|repo] "
-        f"[--revision REV]`, `@{handle} status` or `@{handle} help`. Defaults: `--ep cpu "
-        "--dtype f32 --to pr`. On GitHub: `/convert <namespace/name> [same flags]`."
+        "[--revision REV] [--features a,b] [--max-seq-len N] [--release]`, "
+        f"`@{handle} status` or `@{handle} help`. Defaults: `--ep cpu --dtype f32 --to pr`. "
+        "On GitHub: `/convert <namespace/name> [same flags]`."
     )
 
 
@@ -117,11 +130,17 @@ def _convert(source: str | None, flags: list[str], handle: str) -> Command:
     values: dict[str, str] = {}
     i = 0
     while i < len(flags):
-        flag, _, inline = flags[i].partition("=")
-        if flag not in ("--ep", "--dtype", "--to", "--revision"):
+        flag, equals, inline = flags[i].partition("=")
+        if flag not in (*VALUED, *SWITCHES):
             raise CommandError(f"Unknown option `{flag[:40]}`. {usage(handle)}")
         if flag in values:
             raise CommandError(f"`{flag}` is given twice. {usage(handle)}")
+        if flag in SWITCHES:
+            if equals:
+                raise CommandError(f"`{flag}` takes no value. {usage(handle)}")
+            values[flag] = ""
+            i += 1
+            continue
         if not inline:
             i += 1
             if i == len(flags) or flags[i].startswith("--"):
@@ -137,16 +156,38 @@ def _convert(source: str | None, flags: list[str], handle: str) -> Command:
     revision = values.get("--revision")
     if revision is not None and (not REVISION.fullmatch(revision) or ".." in revision):
         raise CommandError(f"`{revision[:60]}` is not a revision. {usage(handle)}")
-    return Command("convert", source, eps, dtypes, publish, revision)  # type: ignore[arg-type]
+    # feature names are checked when the request is made: its refusal names an unknown one
+    features = _list(values.get("--features"), (), "--features", handle, FEATURE, "text-only")
+    length = values.get("--max-seq-len")
+    if length is not None and not MAX_SEQ_LEN.fullmatch(length):
+        raise CommandError(f"`--max-seq-len` takes a whole number, e.g. 2048. {usage(handle)}")
+    return Command(
+        "convert",
+        source,
+        eps,
+        dtypes,
+        publish,  # type: ignore[arg-type]
+        revision,
+        features,
+        int(length) if length is not None else None,
+        "--release" in values,
+    )
 
 
-def _list(value: str | None, default: tuple[str, ...], flag: str, handle: str) -> tuple[str, ...]:
+def _list(
+    value: str | None,
+    default: tuple[str, ...],
+    flag: str,
+    handle: str,
+    pattern: re.Pattern = TOKEN,
+    example: str = "",
+) -> tuple[str, ...]:
     if value is None:
         return default
     items = tuple(dict.fromkeys(v.strip().lower() for v in value.split(",") if v.strip()))
-    if not items or len(items) > MAX_VALUES or not all(TOKEN.fullmatch(v) for v in items):
+    if not items or len(items) > MAX_VALUES or not all(pattern.fullmatch(v) for v in items):
         raise CommandError(
             f"`{flag}` takes up to {MAX_VALUES} comma-separated names, e.g. `{flag} "
-            f"{','.join(default)}`. {usage(handle)}"
+            f"{example or ','.join(default)}`. {usage(handle)}"
         )
     return items

@@ -11,10 +11,12 @@ from converter.errors import ConfigError
 from converter.execution_providers import MATMUL_NBITS, QMOE, execution_provider
 from converter.features import (
     FP8_KV_CACHE,
+    PRUNE_PREFILL,
     TEXT_ONLY,
     UNREAD,
     fp8_kv_cache,
     parse_features,
+    prune_prefill,
     text_only,
 )
 from converter.lowering import Int4, LoweringReport, Plan, lower
@@ -53,10 +55,11 @@ def build(
     names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
     `features` names build features (converter/features.py: `["text-only"]`,
-    `["fp8-kv-cache"]`, the same as `TextGenerationTask(kv_cache_dtype="float8e4m3fn")`);
-    `release` saves the graphs without debug and provenance metadata (converter/release.py). A
-    checkpoint Olive quantized (its config's `quantization_config`) keeps its packed weights
-    (converter/olive_weights.py); `dtype` then names its activations.
+    `["fp8-kv-cache"]`, the same as `TextGenerationTask(kv_cache_dtype="float8e4m3fn")`,
+    `["prune-prefill-prefix"]`); `release` saves the graphs without debug and provenance
+    metadata (converter/release.py). A checkpoint Olive quantized (its config's
+    `quantization_config`) keeps its packed weights (converter/olive_weights.py); `dtype` then
+    names its activations.
     """
     execution_provider(ep, dtype)  # unsupported pairs and features fail before any download
     parse_features(features)
@@ -110,6 +113,10 @@ def build_source(
         features = features | {FP8_KV_CACHE}
     if FP8_KV_CACHE in features:
         task = fp8_kv_cache(task, provider)
+    if PRUNE_PREFILL in features:
+        task = prune_prefill(task)
+    if getattr(task, "last_logits_only", False):  # asked for by a task object: recorded alike
+        features |= {PRUNE_PREFILL}
     module = family.make_model(cfg, float_type, provider, task_name, frozenset(checkpoint.tensors))
     components = [c.saved_as(dtype) for c in task.components(module, cfg, float_type)]
     tied = getattr(cfg, "tie_word_embeddings", False)

@@ -14,13 +14,16 @@ from converter.weights import Checkpoint
 
 TEXT_ONLY = "text-only"
 FP8_KV_CACHE = "fp8-kv-cache"
+PRUNE_PREFILL = "prune-prefill-prefix"
+STATIC_CACHE = "static-cache"
 FEATURES = {
     TEXT_ONLY: "export only a multimodal model's text decoder, to run as a plain LLM",
     FP8_KV_CACHE: "keep the key/value cache as float8 e4m3fn with per-head scales (half an f16 "
     "cache's bytes)",
+    PRUNE_PREFILL: "logits for each row's last position only: the LM head multiplies one row",
 }
 # the original converter's other features, not built yet (issue 15)
-NOT_YET = ("static-cache", "prune-prefill-prefix")
+NOT_YET = (STATIC_CACHE,)
 
 
 def parse_features(values: Iterable[str] | str | None) -> frozenset[str]:
@@ -70,6 +73,17 @@ def fp8_kv_cache(task, ep: ExecutionProvider) -> TextGenerationTask:
     if ep.fp8_cache_refusal:
         raise ConfigError(f"feature {FP8_KV_CACHE!r} on {ep.name}: {ep.fp8_cache_refusal}")
     return replace(task, kv_cache_dtype="float8e4m3fn")
+
+
+def prune_prefill(task):
+    """`task` asking for the last position's logits alone: text generation's, and a
+    vision-language model's decoder's (the tasks whose decoder-only graph has a prefill)."""
+    if not hasattr(task, "last_logits_only"):
+        raise ConfigError(
+            f"feature {PRUNE_PREFILL!r} is for text generation and vision-language decoders, "
+            f"not the {task.name} task"
+        )
+    return replace(task, last_logits_only=True)
 
 
 UNREAD = r"unread\..+"  # what a text-only build leaves in the checkpoint

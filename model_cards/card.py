@@ -255,6 +255,7 @@ def _context(source: SourceInfo, variants: list[VariantInfo]) -> dict[str, Any]:
         },
         "opsets": _distinct(m.get("opset") for m in manifests),
         "built_at": _distinct(m.get("built_at") for m in manifests),
+        "built_with": _built_with(manifests),
         "not_executed": [r["name"] for r in rows if r["status"] == "not executed"],
         "not_executed_gpu": [
             r["name"] for r in rows if r["status"] == "not executed" and r["ep"] in GPU_EPS
@@ -408,6 +409,14 @@ def _fence(text: str) -> str:
 
 def _number(value: Any, spec: str) -> str:
     return spec.format(value) if isinstance(value, int | float) else "—"
+
+
+def _built_with(manifests: list[dict[str, Any]]) -> str:
+    """The build features and --release the variants were made with ("" for a plain build)."""
+    features = sorted({f for m in manifests for f in m.get("features", [])})
+    parts = [f"features {', '.join(features)}"] if features else []
+    parts += ["--release"] if any(m.get("release") for m in manifests) else []
+    return _cell("; ".join(parts))
 
 
 def _distinct(values: Any) -> str:

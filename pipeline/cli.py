@@ -35,6 +35,17 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     c.add_argument("--ep", default="cpu", type=_csv, help="execution providers, e.g. cpu,cuda")
     c.add_argument("--dtype", default="f32", type=_csv, help="dtypes, e.g. f32,int4")
     c.add_argument("--output", required=True, type=Path, help="folder to write everything to")
+    c.add_argument(
+        "--features",
+        action="append",
+        default=[],
+        metavar="A,B",
+        help="build features for every variant, comma-separated or repeated (as mobius build)",
+    )
+    c.add_argument(
+        "--max-seq-len", type=int, help="with --features static-cache: its buffers' length"
+    )
+    c.add_argument("--release", action="store_true", help="as mobius build --release")
     c.add_argument("--revision", help="Hub branch, tag or commit (default: main)")
     c.add_argument("--publish", choices=MODES, default="none", help="deliver to the Hub")
     c.add_argument("--namespace", help="with --publish repo: user or org (default: yours)")
@@ -165,6 +176,9 @@ def run(args: argparse.Namespace) -> int:
         private=args.private,
         requester=os.environ.get("USER", ""),
         origin="cli",
+        features=tuple(args.features),
+        release=args.release,
+        max_seq_len=args.max_seq_len,
     )
     from pipeline.convert import convert
 

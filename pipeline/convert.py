@@ -27,6 +27,7 @@ from pipeline.publish import (
     Destination,
     PublishTarget,
     already_published,
+    built_with,
     destination,
     publish,
 )
@@ -87,11 +88,12 @@ def convert(
         where = destination(source.repo_id, target, token)
         if where.note:
             reporter.log(where.note)
-        done = already_published(source.repo_id, source.revision, folders, where, token)
+        built = built_with(request.build_options())
+        done = already_published(source.repo_id, source.revision, folders, where, token, built)
         if done is not None:
             return _published(result, done, where, reporter)
     packages = _build_and_validate(
-        source, variants, folders, result, reporter, token, reference, progress
+        source, variants, folders, result, reporter, token, reference, progress, request
     )
     mode = "local" if where.mode == "none" else where.mode
     # a PR leaves the source's own config and tokenizer at its root as they are
@@ -126,7 +128,9 @@ def convert(
     return result
 
 
-def _build_and_validate(source, variants, folders, result, reporter, token, reference, progress):
+def _build_and_validate(
+    source, variants, folders, result, reporter, token, reference, progress, request
+):
     model = source.repo_id or str(source.path)
     packages: dict[str, Path] = {}
     for (ep, dtype), folder in zip(variants, folders, strict=True):
@@ -136,7 +140,13 @@ def _build_and_validate(source, variants, folders, result, reporter, token, refe
         if (out / "mobius.json").is_file():
             shutil.rmtree(out)  # a previous run's package: no stale file may be published
         package = build(
-            model, ep=ep, dtype=dtype, revision=source.revision, token=token, progress=progress
+            model,
+            ep=ep,
+            dtype=dtype,
+            revision=source.revision,
+            token=token,
+            progress=progress,
+            **request.build_options(),
         )
         packages[folder] = package.save(out, progress=False)
         reporter.stage("validate")
@@ -160,6 +170,12 @@ def reproduce_command(request: ConversionRequest, source: Source) -> str:
     words += ["--ep", ",".join(request.eps), "--dtype", ",".join(request.dtypes)]
     if source.revision:
         words += ["--revision", source.revision]
+    if request.features:
+        words += ["--features", ",".join(request.features)]
+    if request.max_seq_len is not None:
+        words += ["--max-seq-len", str(request.max_seq_len)]
+    if request.release:
+        words.append("--release")
     return shlex.join([*words, "--output", "OUT"])
 
 

@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx2
 from huggingface_hub import CommitOperationAdd, HfApi
@@ -62,6 +63,7 @@ FOLDER = re.compile(r"onnx/[A-Za-z0-9][A-Za-z0-9._-]*")
 JS_MODEL = re.compile(r"onnx/model(_[a-z0-9]+)?\.onnx(_data)?")  # Transformers.js' file names
 MANIFEST = re.compile(r"onnx/[^/]+/mobius\.json")
 MARKER = re.compile(r"<!-- mobius: (\{.*?\}) -->")
+PLAIN_BUILD = {"features": [], "release": False}  # a build without features or --release
 
 
 class PublishError(MobiusError):
@@ -125,17 +127,34 @@ class ExistingPR:
         return self.status in ("open", "draft")
 
 
-def pr_marker(source_sha: str, variants: list[str]) -> str:
-    """The hidden, machine-readable line a PR description carries for dedupe."""
-    data = {"revision": source_sha, "variants": sorted(variants)}
+def built_with(options: dict[str, Any]) -> dict[str, Any]:
+    """The build features and --release of a package's mobius.json or a request's
+    `build_options()`: what an export must match to answer a request."""
+    return {
+        "features": sorted(options.get("features", [])),
+        "release": bool(options.get("release", False)),
+    }
+
+
+def pr_marker(source_sha: str, variants: list[str], built: dict = PLAIN_BUILD) -> str:
+    """The hidden, machine-readable line a PR description carries for dedupe (`built`, the
+    `built_with` options, only where they are not plain)."""
+    data: dict[str, Any] = {"revision": source_sha, "variants": sorted(variants)}
+    if built != PLAIN_BUILD:
+        data["build"] = built
     return f"<!-- mobius: {json.dumps(data, sort_keys=True)} -->"
 
 
 def find_existing_pr(
-    api: HfApi, repo_id: str, source_sha: str, variants: list[str], bot_user: str
+    api: HfApi,
+    repo_id: str,
+    source_sha: str,
+    variants: list[str],
+    bot_user: str,
+    built: dict = PLAIN_BUILD,
 ) -> ExistingPR | None:
-    """The PR by `bot_user` on `repo_id` made from `source_sha` that covers `variants`:
-    an open one if any, else the newest closed or merged one, else None."""
+    """The PR by `bot_user` on `repo_id` made from `source_sha` that covers `variants`, built
+    with `built`: an open one if any, else the newest closed or merged one, else None."""
     handled: ExistingPR | None = None
     wanted = set(variants)
     for pr in api.get_repo_discussions(repo_id, author=bot_user, discussion_type="pull_request"):
@@ -151,6 +170,8 @@ def find_existing_pr(
         except ValueError:
             continue
         if data.get("revision") != source_sha or not wanted <= set(data.get("variants", [])):
+            continue
+        if data.get("build", PLAIN_BUILD) != built:
             continue
         found = ExistingPR(pr.url, pr.num, pr.status)
         if found.is_open:
@@ -268,11 +289,12 @@ def already_published(
     variants: list[str],
     where: Destination,
     token: str,
+    built: dict = PLAIN_BUILD,
 ) -> Published | None:
     """What answers this request before converting, or None when a conversion is needed.
 
     PR mode: an earlier PR (see `find_existing_pr`). Repo mode: the export repo already holds
-    every variant folder built from `source_sha` (unless `force`).
+    every variant folder built from `source_sha` with `built` (unless `force`).
     """
     if where.mode == "none":
         return None
@@ -281,10 +303,10 @@ def already_published(
     def look_up() -> Published | None:
         if where.mode == "pr":
             user = api.whoami()["name"]
-            existing = find_existing_pr(api, source_repo_id, source_sha, variants, user)
+            existing = find_existing_pr(api, source_repo_id, source_sha, variants, user, built)
             return _answer(existing, where.target.force)
         if where.target.force or not _holds(
-            api, where.repo_id, source_repo_id, source_sha, variants
+            api, where.repo_id, source_repo_id, source_sha, variants, built
         ):
             return None
         return Published(f"{api.endpoint}/{where.repo_id}", "repo", True, "unchanged")
@@ -310,11 +332,11 @@ def publish(
     if where.mode == "none":
         return Published("", "none", False, "skipped")
     api = _api(token)
-    marker = pr_marker(source_sha, list(package_dirs))
-    description = f"{pr_description.rstrip()}\n\n{marker}\n"
     layout_files = layout_files or {}
     with _reported(where.mode, f"{api.endpoint}/{source_repo_id}", token):
-        _check_packages(source_repo_id, source_sha, package_dirs)
+        built = _check_packages(source_repo_id, source_sha, package_dirs)
+        marker = pr_marker(source_sha, list(package_dirs), built)
+        description = f"{pr_description.rstrip()}\n\n{marker}\n"
         _check_layout(layout_files, where.mode)
         card_file = card_path(where.mode)
         operations = _operations(package_dirs, layout_files, card_text, card_file, where.mode)
@@ -322,7 +344,7 @@ def publish(
             hub_retry.call(
                 "look-up", lambda: _refuse_overwrites(api, source_repo_id, source_sha, operations)
             )
-        change = _Change(operations, pr_title, description, sorted(package_dirs), marker)
+        change = _Change(operations, pr_title, description, sorted(package_dirs), marker, built)
         if where.mode == "pr":
             user = hub_retry.call("look-up", lambda: api.whoami()["name"])
             return _publish_pr(api, source_repo_id, source_sha, change, where.target.force, user)
@@ -356,13 +378,14 @@ class _Change:
     description: str
     variants: list[str]
     marker: str
+    built: dict
 
 
 def _publish_pr(
     api: HfApi, repo_id: str, sha: str, change: _Change, force: bool, user: str
 ) -> Published:
     def existing() -> ExistingPR | None:
-        return find_existing_pr(api, repo_id, sha, change.variants, user)
+        return find_existing_pr(api, repo_id, sha, change.variants, user, change.built)
 
     answer = _answer(hub_retry.call("look-up", existing), force)
     if answer is not None:
@@ -481,35 +504,48 @@ def _answer(existing: ExistingPR | None, force: bool) -> Published | None:
     return Published(existing.url, "pr", True, "existing" if existing.is_open else existing.status)
 
 
-def _holds(api: HfApi, repo_id: str, source_repo_id: str, sha: str, variants: list[str]) -> bool:
-    """Whether `repo_id` has every variant folder with a manifest of `source_repo_id@sha`."""
+def _holds(
+    api: HfApi, repo_id: str, source_repo_id: str, sha: str, variants: list[str], built: dict
+) -> bool:
+    """Whether `repo_id` has every variant folder with a manifest of `source_repo_id@sha`
+    built with `built`."""
     for folder in variants:
         try:
             manifest = Path(api.hf_hub_download(repo_id, f"{folder}/mobius.json"))
         except (RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError):
             return False
-        source = json.loads(manifest.read_text()).get("source", {})
+        manifest = json.loads(manifest.read_text())
+        source = manifest.get("source", {})
         if (source.get("repo_id"), source.get("revision")) != (source_repo_id, sha):
+            return False
+        if built_with(manifest) != built:
             return False
     return True
 
 
-def _check_packages(repo_id: str, sha: str, package_dirs: dict[str, Path]) -> None:
-    """Every folder is `onnx/<name>` and holds a package built from `repo_id` at `sha`."""
+def _check_packages(repo_id: str, sha: str, package_dirs: dict[str, Path]) -> dict:
+    """Every folder is `onnx/<name>` and holds a package built from `repo_id` at `sha`, all
+    with the same build options: those (`built_with`) are returned."""
     if not package_dirs:
         raise PublishError("nothing to publish: no packages were given")
+    builds = set()
     for folder, local in package_dirs.items():
         if not FOLDER.fullmatch(folder):
             raise PublishError(f"hub folder {folder!r} is not onnx/<ep>-<dtype>")
         manifest = Path(local) / "mobius.json"
         if not manifest.is_file():
             raise PublishError(f"{local} is not a mobius package (no mobius.json)")
-        source = json.loads(manifest.read_text()).get("source", {})
+        manifest = json.loads(manifest.read_text())
+        source = manifest.get("source", {})
         if (source.get("repo_id"), source.get("revision")) != (repo_id, sha):
             raise PublishError(
                 f"{local} was built from {source.get('repo_id')}@{source.get('revision')}, "
                 f"not {repo_id}@{sha}"
             )
+        builds.add(json.dumps(built_with(manifest), sort_keys=True))
+    if len(builds) > 1:
+        raise PublishError(f"the packages were built with different options: {sorted(builds)}")
+    return json.loads(builds.pop())
 
 
 def _check_layout(layout_files: dict[str, Path], mode: str) -> None:

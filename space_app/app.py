@@ -42,6 +42,7 @@ from converter.build import MAX_CONFIG_BYTES, read_config
 from converter.config import model_type_of
 from converter.errors import MobiusError
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
+from converter.features import FEATURES, STATIC_CACHE
 from converter.registry import families
 from converter.repo_files import is_repo_id
 from converter.validate.report import component_diffs
@@ -179,10 +180,25 @@ def explain_pairs(eps: list[str], dtypes: list[str]) -> str:
 
 # -- converting --------------------------------------------------------------------------------
 def space_request(
-    model_id: str, eps: list[str], dtypes: list[str], target: str, private: bool, who: Visitor
+    model_id: str,
+    eps: list[str],
+    dtypes: list[str],
+    target: str,
+    private: bool,
+    who: Visitor,
+    features: list[str] | None = None,
+    max_seq_len: float | None = None,
+    release: bool = False,
 ) -> ConversionRequest:
-    """The request the form describes, or MobiusError with the reason it cannot be served."""
+    """The request the form describes, or MobiusError with the reason it cannot be served.
+    The advanced options: build `features`, `max_seq_len` (sent only with static-cache, whose
+    buffers it sizes) and `release`."""
     publish = TARGETS.get(target, target)
+    features = tuple(features or ())
+    if STATIC_CACHE not in features or max_seq_len is None:
+        max_seq_len = None
+    elif max_seq_len != int(max_seq_len):
+        raise BadRequest(f"the maximum sequence length must be a whole number, not {max_seq_len}")
     return ConversionRequest(
         source=(model_id or "").strip(),
         eps=tuple(eps or ()),
@@ -192,6 +208,9 @@ def space_request(
         private=bool(private) and publish == "repo",
         requester=who.name,
         origin="space",
+        features=features,
+        release=bool(release),
+        max_seq_len=None if max_seq_len is None else int(max_seq_len),
     )
 
 
@@ -342,12 +361,14 @@ def submit_and_follow(
     dtypes: list[str],
     target: str,
     private: bool,
+    *advanced: Any,
 ) -> Iterator[tuple[Any, ...]]:
-    """The Convert button: submit the form's request as `who`, then yield (progress, log, result
-    link, reports, card, archive, error) until the job ends."""
+    """The Convert button: submit the form's request as `who` (`advanced`: space_request's
+    features, max_seq_len and release), then yield (progress, log, result link, reports, card,
+    archive, error) until the job ends."""
     empty = ("", "", "", [], None, None)
     try:
-        request = space_request(model_id, eps, dtypes, target, private, who)
+        request = space_request(model_id, eps, dtypes, target, private, who, *advanced)
         job = queue.get(queue.submit(request, read_as=who.token))
     except (MobiusError, ValueError) as err:
         yield (*empty, f"⚠️ {_line(err)}")
@@ -388,12 +409,15 @@ def create_app(queue: JobQueue, *, login: bool | None = None) -> gr.Blocks:
         dtypes: list[str],
         target: str,
         private: bool,
-        profile: gr.OAuthProfile | None,
-        oauth: gr.OAuthToken | None,
+        features: list[str] | None = None,
+        max_seq_len: float | None = None,
+        release: bool = False,
+        profile: gr.OAuthProfile | None = None,
+        oauth: gr.OAuthToken | None = None,
     ) -> Iterator[tuple[Any, ...]]:
         """Submit a conversion, then stream (progress, log, result link, reports, card, archive,
         error)."""
-        form = (model_id, eps, dtypes, target, private)
+        form = (model_id, eps, dtypes, target, private, features, max_seq_len, release)
         yield from submit_and_follow(queue, visitor_of(profile, oauth), *form)
 
     with gr.Blocks(title="mobius: ONNX conversions") as demo:
@@ -421,6 +445,25 @@ def create_app(queue: JobQueue, *, login: bool | None = None) -> gr.Blocks:
                 choices = list(TARGETS) if publishing else [DOWNLOAD]
                 target = gr.Radio(choices, value=choices[0], label="Deliver as", elem_id="target")
                 private = gr.Checkbox(label="Private (new repo only)", visible=publishing)
+            with gr.Accordion("Advanced", open=False, elem_id="advanced"):
+                features = gr.CheckboxGroup(
+                    [(f"{name}: {about}", name) for name, about in sorted(FEATURES.items())],
+                    value=[],
+                    label="Build features",
+                    elem_id="features",
+                )
+                max_seq_len = gr.Number(
+                    None,
+                    label=f"Maximum sequence length ({STATIC_CACHE} only)",
+                    precision=0,
+                    minimum=1,
+                    visible=STATIC_CACHE in FEATURES,
+                    elem_id="max-seq-len",
+                )
+                release = gr.Checkbox(
+                    label="Release build: graphs without debug and provenance metadata",
+                    elem_id="release",
+                )
             button = gr.Button("Convert", variant="primary", elem_id="convert")
             error = gr.Markdown(elem_id="error")
             progress = gr.HTML(elem_id="progress")
@@ -445,7 +488,7 @@ def create_app(queue: JobQueue, *, login: bool | None = None) -> gr.Blocks:
                 box.change(explain_pairs, [eps, dtypes], pairs, api_name=False)
             button.click(
                 convert,
-                [model, eps, dtypes, target, private],
+                [model, eps, dtypes, target, private, features, max_seq_len, release],
                 [progress, log, link, reports, card, archive, error],
                 api_name="convert",
                 concurrency_limit=None,

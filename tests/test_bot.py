@@ -47,6 +47,14 @@ SECRET, GH_SECRET, GH_TOKEN = "hub-secret", "gh-secret", "ghp_mobiusbot"
         ),
         ("@mobius-bot convert --ep=cpu --dtype=int4", Command("convert", dtypes=("int4",))),
         ("@mobius-bot convert --dtype int8,f32", Command("convert", dtypes=("int8", "f32"))),
+        (
+            "@mobius-bot convert --features text-only,prune-prefill-prefix --release",
+            Command("convert", features=("text-only", "prune-prefill-prefix"), release=True),
+        ),
+        (
+            "@mobius-bot convert --release --features=static-cache --max-seq-len 2048",
+            Command("convert", features=("static-cache",), max_seq_len=2048, release=True),
+        ),
         ("@mobius-bot help", Command("help")),
         ("@mobius-bot  STATUS", Command("status")),
         ("no mention here", None),
@@ -71,6 +79,11 @@ def test_mentions_parse(text: str, want: Command | None) -> None:
         ("@mobius-bot convert --ep CPU;rm", "comma-separated"),
         ("@mobius-bot convert --revision ../main", "not a revision"),
         ("@mobius-bot convert --ep cpu --ep cuda", "given twice"),
+        ("@mobius-bot convert --release=yes", "`--release` takes no value"),
+        ("@mobius-bot convert --features", "needs a value"),
+        ("@mobius-bot convert --features 'a;b'", "comma-separated names, e.g. `--features text"),
+        ("@mobius-bot convert --max-seq-len 2k", "`--max-seq-len` takes a whole number"),
+        ("@mobius-bot convert --release --release", "given twice"),
         ("@mobius-bot help me", "takes no options"),
     ],
 )
@@ -417,6 +430,23 @@ def test_unsupported_variants_are_refused_before_queueing(
     assert "is queued" in ack
     [job] = queue.recent()
     assert job.request.variants == ("cpu-f32",)
+
+
+def test_build_features_reach_the_request_and_bad_ones_are_refused_by_name(
+    tmp_path: Path,
+) -> None:
+    client, queue, hub = _app(tmp_path)
+    with client:
+        bad = _hub(client, _mention("org/model", "convert --features text-only,warp-drive", "b"))
+        assert bad.json()["status"] == "refused"
+        flags = "--features prune-prefill-prefix --release"
+        answer = _hub(client, _mention("org/model", f"convert {flags}", "good"))
+        assert answer.json()["status"] == "queued"
+        refusal, ack = (text for _, _, text in _settle(hub, 2))
+    assert refusal.startswith("I cannot convert that: unknown feature 'warp-drive'")
+    assert "cpu-f32 with `prune-prefill-prefix`, `--release` -> a pull request" in ack
+    [job] = queue.recent()
+    assert job.request.features == ("prune-prefill-prefix",) and job.request.release
 
 
 def test_load_burst_one_job_per_comment(tmp_path: Path) -> None:

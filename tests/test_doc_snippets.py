@@ -49,7 +49,6 @@ SHOWN_ONLY = {
     "architecture.md",
     "benchmarks.md",
     "bot.md",
-    "build-features.md",
     "execution-providers.md",
     "space.md",
     "supported-models.md",

@@ -480,6 +480,39 @@ def test_convert_and_publish_a_pull_request(
         convert(*argv, "--publish", "pr", "--token-env", "MOBIUS_TEST_TOKEN")
 
 
+def test_a_featured_build_is_its_own_pull_request(
+    fake_hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain PR does not answer a request for build features or --release (nor the reverse):
+    the marker records the build; the card and its command line say what it was built with."""
+    fake_hub.add_token(BOT_TOKEN, BOT)
+    files = {p.name: p.read_bytes() for p in TINY.iterdir() if p.is_file()}
+    repo_id = f"org-{uuid.uuid4().hex[:8]}/tiny-llama"
+    fake_hub.add_repo(repo_id, files)
+    monkeypatch.setenv("MOBIUS_TEST_TOKEN", BOT_TOKEN)
+    argv = [repo_id, "--dtype", "f32", "--no-progress", "--publish", "pr"]
+    argv += ["--token-env", "MOBIUS_TEST_TOKEN"]
+    assert convert(*argv, "--output", str(tmp_path / "plain")) == 0
+    featured = [*argv, "--features", "prune-prefill-prefix", "--release"]
+    assert convert(*featured, "--output", str(tmp_path / "featured")) == 0
+    plain_pr, featured_pr = fake_hub.repos[repo_id].discussions
+    card = (tmp_path / "featured/onnx/README.md").read_text()
+    assert "| Built with | features prune-prefill-prefix; --release |" in card
+    assert "--features prune-prefill-prefix --release --output OUT" in card
+    assert "Built with" not in (tmp_path / "plain/onnx/README.md").read_text()
+    found = find_existing_pr(
+        HfApi(token=BOT_TOKEN),
+        repo_id,
+        plain_pr.base,
+        ["onnx/cpu-f32"],
+        BOT,
+        {"features": ["prune-prefill-prefix"], "release": True},
+    )
+    assert found is not None and found.num == featured_pr.num
+    assert convert(*featured, "--output", str(tmp_path / "again")) == 0  # answered, not rebuilt
+    assert len(fake_hub.repos[repo_id].discussions) == 2
+
+
 def test_convert_and_publish_a_private_repo(
     fake_hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

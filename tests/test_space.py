@@ -4,6 +4,7 @@ loopback Hub; driven by `gradio_client` and by Debian's Chromium through Playwri
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -15,8 +16,9 @@ import gradio_client
 import pytest
 from playwright import sync_api
 
+from pipeline.request import BadRequest
 from space_app import app
-from space_app.app import explain_pairs, report_rows
+from space_app.app import explain_pairs, report_rows, space_request
 from space_app.cli import register
 from tests.space_server import running_space, seed
 
@@ -153,3 +155,41 @@ def test_variants_are_listed_in_card_order_with_readable_rates():
     order = ["onnx/cpu-f32", "onnx/cpu-f16", "onnx/dml-int4", "onnx/default-f32"]  # not A-Z
     assert [r[0] for r in rows] == order
     assert [r[6] for r in rows] == ["0.0", "250.3", "", "2503.0"]
+
+
+def test_build_features_and_release_are_advanced_options(space, fake_hub):
+    repo_id = seed(fake_hub)
+    client = gradio_client.Client(space, verbose=False)
+    target = "Pull request on the source repo"
+    with pytest.raises(gradio_client.exceptions.AppError, match="'warp-drive'"):
+        # the form's choices refuse it (space_request would, by name, were it sent around them)
+        client.predict(
+            repo_id,
+            ["cpu"],
+            ["f32"],
+            target,
+            False,
+            ["warp-drive"],
+            None,
+            False,
+            api_name="/convert",
+        )
+    assert not fake_hub.repos[repo_id].discussions
+    features = ["prune-prefill-prefix"]
+    *_, reports, card, _, error = client.predict(
+        repo_id, ["cpu"], ["f32"], target, False, features, 64, True, api_name="/convert"
+    )
+    assert error == "", error
+    assert reports["data"][0][:2] == ["onnx/cpu-f32", "passed"]
+    assert "| Built with | features prune-prefill-prefix; --release |" in Path(card).read_text()
+    [pr] = fake_hub.repos[repo_id].discussions
+    manifest = json.loads(fake_hub.repos[repo_id].files(pr.ref)["onnx/cpu-f32/mobius.json"])
+    assert manifest["features"] == features and manifest["release"] is True
+
+
+def test_the_sequence_length_is_sent_only_with_static_cache():
+    who = app.Visitor("carol")
+    request = space_request("org/model", ["cpu"], ["f32"], "none", False, who, [], 512, True)
+    assert request.max_seq_len is None and request.release
+    with pytest.raises(BadRequest, match="unknown feature 'warp-drive'"):
+        space_request("org/model", ["cpu"], ["f32"], "none", False, who, ["warp-drive"])

@@ -302,6 +302,8 @@ class DecoderLM(nn.Module):
 
     def forward(self, op, inputs: DecoderInputs):
         hidden, presents = self.body(op, inputs)
+        if inputs.last_only:
+            hidden = last_position(op, hidden, inputs.attention_mask)
         return self.logits(op, hidden), presents
 
     def logits(self, op, hidden):
@@ -320,6 +322,22 @@ class DecoderLM(nn.Module):
             cap = cfg.final_logit_softcap
             logits = op.Mul(op.Tanh(op.Div(logits, cap)), cap)
         return logits
+
+
+def last_position(op, hidden, attention_mask):
+    """[batch, 1, hidden]: each row's last new token, the last of `hidden` [batch, sequence,
+    hidden] whose `attention_mask` [batch, past + sequence] is 1 (the last column when rows are
+    unpadded or left-padded; the last real token of a right-padded row, as onnxruntime-genai
+    pads a batch of prompts). Taken after the final norm, which so keeps its skip-norm fusion
+    with the last residual sum: the norm costs the hidden size per row, the head the hidden
+    size times the vocabulary."""
+    sequence = op.Shape(hidden, start=1, end=2)
+    total = op.Shape(attention_mask, start=1, end=2)
+    new = op.Slice(attention_mask, op.Sub(total, sequence), total, [1])  # [batch, sequence]
+    columns = op.Range(1, op.Add(op.Squeeze(sequence), 1), 1)  # 1 .. sequence
+    # a row with no new real token (all padding) reads -1, its last column
+    last = op.Sub(op.ReduceMax(op.Mul(new, columns), [1], keepdims=1), 1)  # [batch, 1]
+    return op.Unsqueeze(op.GatherND(hidden, last, batch_dims=1), [1])
 
 
 def declared_fusions(module, plan, fusion: str) -> int:

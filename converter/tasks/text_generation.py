@@ -38,6 +38,7 @@ class DecoderInputs:
     position_ids: ir.Value
     past: list[tuple[ir.Value, ir.Value]]
     input_ids: ir.Value | None = None
+    last_only: bool = False  # logits of each row's last new token alone
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,9 @@ class TextGenerationTask:
              both), attention_mask [batch, total_sequence_length],
              position_ids [batch, sequence_length] (or [3, batch, sequence_length] with
              `mrope`), past_key_values.{i}.key / .value [batch, *the layer's cache shape]
-    outputs: logits [batch, sequence_length, vocab_size], present.{i}.key / .value
+    outputs: logits [batch, sequence_length, vocab_size] (with `last_logits_only`: [batch, 1,
+             vocab_size], each row's last new token whose attention_mask is 1),
+             present.{i}.key / .value
 
     The caches are in the graph's float type, or `kv_cache_dtype` ("float8e4m3fn": the
     fp8-kv-cache feature, converter/components/fp8_cache.py).
@@ -61,6 +64,7 @@ class TextGenerationTask:
     mrope: bool = False
     embeds_width: int | None = None  # inputs_embeds' width, when more is packed beside hidden
     ids_beside_embeds: bool = False
+    last_logits_only: bool = False  # the prune-prefill-prefix feature
     past_key: str = "past_key_values.%d.key"
     past_value: str = "past_key_values.%d.value"
     present_key: str = "present.%d.key"
@@ -107,9 +111,18 @@ class TextGenerationTask:
         ]
         if fp8:
             past = [fp8.dequantized(builder.op, i, *pair) for i, pair in enumerate(past)]
-        inputs = DecoderInputs(tokens, self.inputs_embeds, attention_mask, position_ids, past, ids)
+        inputs = DecoderInputs(
+            tokens,
+            self.inputs_embeds,
+            attention_mask,
+            position_ids,
+            past,
+            ids,
+            last_only=self.last_logits_only,
+        )
         logits, presents = model(builder.op, inputs)
-        set_output(builder, logits, "logits", [*seq, cfg.logits_size], dtype)
+        positions = 1 if self.last_logits_only else "sequence_length"
+        set_output(builder, logits, "logits", [BATCH, positions, cfg.logits_size], dtype)
         for i, ((key, value), cache) in enumerate(zip(presents, caches, strict=True)):
             if fp8:
                 key, value = fp8.quantized(builder.op, i, key, value)

@@ -79,6 +79,7 @@ class CropInputs(SizedImageInputs):
 @dataclass(frozen=True)
 class VisionLanguageTask:
     name: str = VLM_TASK
+    last_logits_only: bool = False  # the decoder's (the prune-prefill-prefix feature)
 
     def components(self, model, cfg, dtype: ir.DataType) -> list[Component]:
         vision, embedding = model.part("vision"), model.part("embedding")
@@ -88,6 +89,7 @@ class VisionLanguageTask:
             mrope=model.mrope,
             embeds_width=model.features_width,
             ids_beside_embeds=model.decoder_reads_ids,
+            last_logits_only=self.last_logits_only,
         )
         return [
             self._vision(vision, cfg, dtype),

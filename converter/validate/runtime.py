@@ -66,7 +66,7 @@ class OnnxDecoder:
         elapsed = time.perf_counter() - started
         return tokens, (new_tokens - 1) / elapsed if elapsed > 0 else float("inf")
 
-    def _empty_past(self, batch: int) -> dict[str, np.ndarray]:
+    def empty_past(self, batch: int) -> dict[str, np.ndarray]:
         """Each past input with no tokens yet: [batch, heads, 0, size] from the graph's dims."""
         past = {}
         for name, meta in self.past.items():
@@ -76,7 +76,7 @@ class OnnxDecoder:
 
     def _calls(self, ids, mask, steps, feed_back: bool = False):
         batch = ids.shape[0]
-        past = self._empty_past(batch)
+        past = self.empty_past(batch)
         position = np.clip(mask.cumsum(-1) - 1, 0, None)
         token, step = ids, 0
         while True:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from converter.package import GENAI_CONFIG
+from converter.features import PRUNE_PREFILL
+from converter.package import GENAI_CONFIG, MANIFEST
 from converter.validate.metrics import compare, leading_matches
 from converter.validate.report import ValidationReport
 from converter.validate.runtime import OnnxDecoder
@@ -38,9 +39,17 @@ def probe(package: Path, provider: str, reference, report: ValidationReport, ste
     prompt = np.random.default_rng(0).integers(0, vocab, size=(1, PROMPT_LENGTH))
     expected_tokens, _ = reference.greedy(prompt, steps)
     forced = [np.array([[t]], dtype=np.int64) for t in expected_tokens[:-1]]
-    expected = reference.run(prompt, np.ones_like(prompt), forced)
+    expected = last_prefill_position(package, reference.run(prompt, np.ones_like(prompt), forced))
     actual = candidate.run(prompt, np.ones_like(prompt), forced)
     tokens, report.tokens_per_second = candidate.greedy(prompt, steps)
     report.load_seconds = candidate.load_seconds
     report.record(compare(np.concatenate(expected, axis=1), np.concatenate(actual, axis=1)))
     report.greedy_match = leading_matches(tokens, expected_tokens) / steps
+
+
+def last_prefill_position(package: Path, logits: list[np.ndarray]) -> list[np.ndarray]:
+    """The reference's logits as the package gives them: the prefill's last position alone
+    where it was built with prune-prefill-prefix."""
+    if PRUNE_PREFILL not in json.loads((package / MANIFEST).read_text()).get("features", []):
+        return logits
+    return [logits[0][:, -1:], *logits[1:]]

@@ -12,6 +12,7 @@ import numpy as np
 
 from converter.validate.metrics import compare, leading_matches
 from converter.validate.report import ValidationReport
+from converter.validate.text_generation import last_prefill_position
 from converter.validate.vlm_runtime import OnnxVisionLanguage
 
 BEFORE, AFTER = 3, 4  # text tokens around the image's
@@ -87,7 +88,7 @@ def probe(package: Path, provider: str, reference, report: ValidationReport, ste
     )
     expected_tokens, _ = reference.greedy(image, prompt, steps)
     forced = [np.array([[t]], dtype=np.int64) for t in expected_tokens[:-1]]
-    expected = reference.run(image, prompt, forced)
+    expected = last_prefill_position(package, reference.run(image, prompt, forced))
     actual = candidate.run(image, prompt, forced)
     report.record(compare(np.concatenate(expected, axis=1), np.concatenate(actual, axis=1)))
     tokens, report.tokens_per_second = candidate.greedy(image, prompt, steps)
