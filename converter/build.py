@@ -8,7 +8,7 @@ from converter.config import ConfigReader, check_generation_config, model_type_o
 from converter.dtypes import FLOAT_TYPES
 from converter.errors import ConfigError
 from converter.execution_providers import execution_provider
-from converter.features import TEXT_ONLY, UNREAD, parse_features, text_only
+from converter.features import TEXT_ONLY, UNREAD, parse_features, static_cache, text_only
 from converter.lowering import Int4, LoweringReport, Plan, lower
 from converter.package import ModelPackage
 from converter.registry import family_for
@@ -34,6 +34,7 @@ def build(
     task=None,
     features=None,
     release: bool = False,
+    max_seq_len: int | None = None,
 ) -> ModelPackage:
     """Convert a Hub repo id or a local folder into an ONNX package (not yet saved).
 
@@ -43,8 +44,9 @@ def build(
     activation dtype). Unsupported pairs fail before any download. `task`
     names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
-    `features` names build features (converter/features.py: `["text-only"]`); `release` saves
-    the graphs without debug and provenance metadata (converter/release.py).
+    `features` names build features (converter/features.py: `["text-only"]`); `max_seq_len`
+    sizes the `static-cache` feature's caches; `release` saves the graphs without debug and
+    provenance metadata (converter/release.py).
     """
     provider = execution_provider(ep, dtype)
     features = parse_features(features)
@@ -62,6 +64,7 @@ def build(
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
     task_name = task_of(raw, family, task if isinstance(task, str) or task is None else task.name)
     task = TASKS[task_name] if task is None or isinstance(task, str) else task
+    task, features = static_cache(task, features, max_seq_len)
     module = family.make_model(cfg, float_type, provider, task_name, frozenset(checkpoint.tensors))
     components = [c.saved_as(dtype) for c in task.components(module, cfg, float_type)]
     tied = getattr(cfg, "tie_word_embeddings", False)

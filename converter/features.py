@@ -5,17 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 from converter.errors import ConfigError
 from converter.registry import Family, family_for
+from converter.tasks.text_generation import TextGenerationTask
 from converter.weights import Checkpoint
 
 TEXT_ONLY = "text-only"
+STATIC_CACHE = "static-cache"
 FEATURES = {
     TEXT_ONLY: "export only a multimodal model's text decoder, to run as a plain LLM",
+    STATIC_CACHE: "key/value caches of a fixed --max-seq-len, written in place (never grown)",
 }
 # the original converter's other features, not built yet (issue 15)
-NOT_YET = ("static-cache", "fp8-kv-cache", "prune-prefill-prefix")
+NOT_YET = ("fp8-kv-cache", "prune-prefill-prefix")
 
 
 def parse_features(values: Iterable[str] | str | None) -> frozenset[str]:
@@ -55,3 +59,30 @@ def text_only(family: Family, cfg, checkpoint: Checkpoint):
 
 
 UNREAD = r"unread\..+"  # what a text-only build leaves in the checkpoint
+
+
+def static_cache(task: Any, features: frozenset[str], max_seq_len: int | None):
+    """The task and features of a build: `task` with the static cache when the features name it
+    (sized `max_seq_len`), and the features naming it when the task asks for it."""
+    if STATIC_CACHE not in features and not getattr(task, "static_cache", False):
+        if max_seq_len is not None:
+            raise ConfigError(
+                "max_seq_len (--max-seq-len) sizes the static cache: it needs the "
+                f"{STATIC_CACHE!r} feature"
+            )
+        return task, features
+    if not isinstance(task, TextGenerationTask):
+        raise ConfigError(
+            f"feature {STATIC_CACHE!r}: the {task.name} task has no decoder cache to make "
+            "static (text-generation only)"
+        )
+    if None not in (max_seq_len, task.max_seq_len) and max_seq_len != task.max_seq_len:
+        raise ConfigError(
+            f"max_seq_len {max_seq_len} differs from the task's max_seq_len {task.max_seq_len}"
+        )
+    sized = replace(
+        task,
+        static_cache=True,
+        max_seq_len=task.max_seq_len if max_seq_len is None else max_seq_len,
+    )
+    return sized, features | {STATIC_CACHE}
