@@ -73,8 +73,8 @@ def static_cache(task: Any, features: frozenset[str], max_seq_len: int | None):
         return task, features
     if not isinstance(task, TextGenerationTask):
         raise ConfigError(
-            f"feature {STATIC_CACHE!r}: the {task.name} task has no decoder cache to make "
-            "static (text-generation only)"
+            f"feature {STATIC_CACHE!r} applies to text-generation (a decoder-only LM's "
+            f"cache), not to {task.name}"
         )
     if None not in (max_seq_len, task.max_seq_len) and max_seq_len != task.max_seq_len:
         raise ConfigError(

@@ -308,7 +308,8 @@ class DecoderLM(nn.Module):
         body = type(self.body)
         if type(self).caches is not DecoderLM.caches:
             return "its layers do not each keep one plain key/value cache"
-        if (body.forward, body.make_kernel) != (DecoderBody.forward, DecoderBody.make_kernel):
+        generic = (DecoderBody.forward, DecoderBody.make_kernel)
+        if (getattr(body, "forward", None), getattr(body, "make_kernel", None)) != generic:
             return "its attention reads masks or caches the generic decoder does not build"
         if self.writes_cache_in_place:
             return None

@@ -31,6 +31,7 @@ class OnnxDecoder:
         self.load_seconds = time.perf_counter() - started
         inputs, outputs = decoder["inputs"], decoder["outputs"]
         self.logits = outputs["logits"]
+        self.vocab_size = decoder_vocab_size(self.session)
         layers = decoder["num_hidden_layers"]
         pairs = [
             (inputs["past_key_names"] % i, outputs["present_key_names"] % i) for i in range(layers)
@@ -89,6 +90,11 @@ class OnnxDecoder:
             step += 1
             mask = np.concatenate([mask, np.ones((batch, 1), mask.dtype)], axis=1)
             position = position[:, -1:] + 1
+
+
+def decoder_vocab_size(session: ort.InferenceSession) -> int:
+    """The width of a decoder's logits, as its graph declares them."""
+    return next(o for o in session.get_outputs() if o.name == "logits").shape[-1]
 
 
 class OnnxEncoder:

@@ -23,6 +23,7 @@ from converter.tasks.text_generation import (
     VALUE_CACHE,
     WRITE_INDICES,
 )
+from converter.validate.runtime import decoder_vocab_size
 
 
 class StaticDecoder:
@@ -52,8 +53,7 @@ class StaticDecoder:
                 (VALUE_CACHE, UPDATED_VALUE_CACHE),
             )
         }
-        [logits] = [o for o in self.session.get_outputs() if o.name == "logits"]
-        self.vocab_size = logits.shape[-1]
+        self.vocab_size = decoder_vocab_size(self.session)
 
     def run(self, ids: np.ndarray, mask: np.ndarray, steps: list[np.ndarray]) -> list[np.ndarray]:
         """Logits (float32) of the prefill and of each step's tokens [batch, 1] in `steps`;
