@@ -170,6 +170,8 @@ def test_genai_generates_a_batch_from_the_shared_buffer(tmp_path):
     """onnxruntime-genai runs the cpu static package (rows padded with the pad token after
     them) and generates what transformers does on each row."""
     package = _static_build(TINY_LLAMA, "cpu", tmp_path / "static")
+    graph = onnx.load(package / "model.onnx", load_external_data=False)
+    assert _inputs(graph)["past_key_values.0.key"][2] == MAX_SEQ_LEN
     genai = og.Model(str(package))
     params = og.GeneratorParams(genai)
     params.set_search_options(do_sample=False, batch_size=2)
@@ -242,9 +244,12 @@ def test_an_encoder_is_refused(tmp_path):
 @pytest.mark.parametrize(
     ("case", "ep", "message"),
     [
-        ("bloom", "default", "ALiBi"),
+        ("mpt", "default", "ALiBi"),
+        ("bloom", "default", "its attention computes more than the generic one"),
         ("deepseek_v3", "default", "its layers do not each keep one plain key/value cache"),
         ("hrm_text", "cpu", "its attention reads masks or caches the generic decoder does not"),
+        ("llama4_text", "default", "its attention reads masks or caches the generic decoder"),
+        ("diffllama", "default", "its attention computes more than the generic one"),
         ("gpt_oss", "default", "attention sinks need GroupQueryAttention"),
     ],
 )

@@ -160,6 +160,8 @@ class DecoderBody(nn.Module):
     def make_kernel(self, op, inputs: DecoderInputs):
         """The attention kernel of one graph (a family whose masks read more overrides it)."""
         tokens, mask, positions = inputs.tokens, inputs.attention_mask, inputs.position_ids
+        if inputs.static is None:  # (a family's kernel choice may take no static caches)
+            return self.kernel.make(op, tokens, mask, positions)
         return self.kernel.make(op, tokens, mask, positions, inputs.static)
 
     def forward(self, op, inputs: DecoderInputs):
@@ -308,9 +310,17 @@ class DecoderLM(nn.Module):
         body = type(self.body)
         if type(self).caches is not DecoderLM.caches:
             return "its layers do not each keep one plain key/value cache"
-        generic = (DecoderBody.forward, DecoderBody.make_kernel)
-        if (getattr(body, "forward", None), getattr(body, "make_kernel", None)) != generic:
+        generic = (DecoderBody.forward, DecoderBody.make_kernel, AttentionKernelChoice.make)
+        kernel = getattr(self.body, "kernel", None)
+        found = (getattr(body, "forward", None), getattr(body, "make_kernel", None))
+        if (*found, getattr(type(kernel), "make", None)) != generic:
             return "its attention reads masks or caches the generic decoder does not build"
+        layers = getattr(self.body, self.body.layers_name)
+        attentions = [
+            getattr(layer, getattr(layer, "attention_name", ""), None) for layer in layers
+        ]
+        if any(getattr(type(a), "forward", None) is not Attention.forward for a in attentions):
+            return "its attention computes more than the generic one (its own cache or kernel use)"
         if self.writes_cache_in_place:
             return None
         if self.cfg.alibi is not None:
