@@ -15,7 +15,7 @@ class StaticAttention:
     the graph's StaticCacheInputs."""
 
     def __init__(self, op, dtype, tokens, position_ids, static, windows):
-        self.static = static
+        self.static, self.position_ids = static, position_ids
         self.masks = static_masks(
             op, static.write_indices, tokens, static.max_seq_len, windows, dtype
         )

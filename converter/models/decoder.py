@@ -203,6 +203,16 @@ def layer_caches(cfg: ArchitectureConfig) -> list[LayerCache]:
     ]
 
 
+def _own_cache_use(module) -> bool:
+    """An attention module whose forward is not the generic one's, unless the class that
+    writes that forward declares `cache_through_kernel` (its keys and values reach the cache
+    only through the kernel's call, so any kernel's cache contract holds)."""
+    if not isinstance(getattr(module, "spec", None), AttentionSpec):
+        return False
+    owner = next(c for c in type(module).__mro__ if "forward" in vars(c))
+    return owner is not Attention and not vars(owner).get("cache_through_kernel", False)
+
+
 class AttentionKernelChoice:
     """GroupQueryAttention where the EP has it and its constraints hold, else standard ops.
 
@@ -315,12 +325,9 @@ class DecoderLM(nn.Module):
         found = (getattr(body, "forward", None), getattr(body, "make_kernel", None))
         if (*found, getattr(type(kernel), "make", None)) != generic:
             return "its attention reads masks or caches the generic decoder does not build"
-        layers = getattr(self.body, self.body.layers_name)
-        attentions = [
-            getattr(layer, getattr(layer, "attention_name", ""), None) for layer in layers
-        ]
-        if any(getattr(type(a), "forward", None) is not Attention.forward for a in attentions):
-            return "its attention computes more than the generic one (its own cache or kernel use)"
+        own = sorted({type(m).__name__ for m in self.modules() if _own_cache_use(m)})
+        if own:
+            return f"its attention ({', '.join(own)}) reaches the cache or kernel its own way"
         if self.writes_cache_in_place:
             return None
         if self.cfg.alibi is not None:
