@@ -124,7 +124,9 @@ def test_greedy_decoding_equals_transformers(checkpoints, tmp_path, case, ep, co
         assert "attention_mask" not in inputs
         assert inputs["write_indices"] == inputs["nonpad_kv_seqlen"] == ["batch_size"]
         caches = [inputs[f"{kind}_cache.{i}"] for kind in ("key", "value") for i in range(layers)]
-        assert {dims[2] for dims in caches} == {outputs["updated_value_cache.1"][2]} == {48}
+        assert (
+            {dims[2] for dims in caches} == {outputs["updated_value_cache.1"][2]} == {MAX_SEQ_LEN}
+        )
         assert ops.count("TensorScatter") == 2 * layers
         attention = [n for n in model.graph.node if n.op_type == "Attention"]
         assert len(attention) == layers and all(n.input[6] == "nonpad_kv_seqlen" for n in attention)
@@ -152,7 +154,11 @@ def test_nonpad_kv_seqlen_bounds_the_keys_attention_reads(tmp_path):
         if "cache" in i.name
     }
     positions = np.arange(PROMPTS.shape[1])[None].repeat(2, 0)
-    prefill = {"input_ids": PROMPTS, "position_ids": positions, "write_indices": [0, 0]}
+    prefill = {
+        "input_ids": PROMPTS,
+        "position_ids": positions,
+        "write_indices": np.zeros(2, np.int64),
+    }
     names = [o.name for o in session.get_outputs()]
     found = session.run(names, {**prefill, "nonpad_kv_seqlen": LENGTHS, **caches})
     found = dict(zip(names, found, strict=True))
