@@ -8,7 +8,15 @@ from converter.config import ConfigReader, check_generation_config, model_type_o
 from converter.dtypes import FLOAT_TYPES
 from converter.errors import ConfigError
 from converter.execution_providers import execution_provider
-from converter.features import TEXT_ONLY, UNREAD, parse_features, static_cache, text_only
+from converter.features import (
+    STATIC_CACHE,
+    TEXT_ONLY,
+    UNREAD,
+    parse_features,
+    static_cache_size,
+    text_only,
+    with_static_cache,
+)
 from converter.lowering import Int4, LoweringReport, Plan, lower
 from converter.package import ModelPackage
 from converter.registry import family_for
@@ -50,6 +58,9 @@ def build(
     """
     provider = execution_provider(ep, dtype)
     features = parse_features(features)
+    static_size = static_cache_size(features, task, max_seq_len)
+    if static_size is not None:
+        features |= {STATIC_CACHE}
     quantization = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
     source = resolve_source(model, revision=revision, token=token, progress=progress)
     raw = read_config(source.path / "config.json")
@@ -64,7 +75,7 @@ def build(
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
     task_name = task_of(raw, family, task if isinstance(task, str) or task is None else task.name)
     task = TASKS[task_name] if task is None or isinstance(task, str) else task
-    task, features = static_cache(task, features, max_seq_len)
+    task = with_static_cache(task, static_size)
     module = family.make_model(cfg, float_type, provider, task_name, frozenset(checkpoint.tensors))
     components = [c.saved_as(dtype) for c in task.components(module, cfg, float_type)]
     tied = getattr(cfg, "tie_word_embeddings", False)

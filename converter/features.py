@@ -61,28 +61,37 @@ def text_only(family: Family, cfg, checkpoint: Checkpoint):
 UNREAD = r"unread\..+"  # what a text-only build leaves in the checkpoint
 
 
-def static_cache(task: Any, features: frozenset[str], max_seq_len: int | None):
-    """The task and features of a build: `task` with the static cache when the features name it
-    (sized `max_seq_len`), and the features naming it when the task asks for it."""
+def static_cache_size(features: frozenset[str], task: Any, max_seq_len: int | None) -> int | None:
+    """The static cache's size a build asks for (None: no static cache), checked before any
+    download: by the features with `max_seq_len`, or by a task object's own."""
+    own = getattr(task, "max_seq_len", None)
     if STATIC_CACHE not in features and not getattr(task, "static_cache", False):
         if max_seq_len is not None:
             raise ConfigError(
                 "max_seq_len (--max-seq-len) sizes the static cache: it needs the "
                 f"{STATIC_CACHE!r} feature"
             )
-        return task, features
+        return None
+    if None not in (max_seq_len, own) and max_seq_len != own:
+        raise ConfigError(f"max_seq_len {max_seq_len} differs from the task's max_seq_len {own}")
+    size = own if max_seq_len is None else max_seq_len
+    TextGenerationTask(static_cache=True, max_seq_len=size)  # refuses a size that is none
+    if getattr(task, "name", task) not in (None, TextGenerationTask.name):
+        raise _not_text_generation(getattr(task, "name", task))
+    return size
+
+
+def with_static_cache(task: Any, size: int | None):
+    """`task` keeping its caches at `size` slots (unchanged for None)."""
+    if size is None:
+        return task
     if not isinstance(task, TextGenerationTask):
-        raise ConfigError(
-            f"feature {STATIC_CACHE!r} applies to text-generation (a decoder-only LM's "
-            f"cache), not to {task.name}"
-        )
-    if None not in (max_seq_len, task.max_seq_len) and max_seq_len != task.max_seq_len:
-        raise ConfigError(
-            f"max_seq_len {max_seq_len} differs from the task's max_seq_len {task.max_seq_len}"
-        )
-    sized = replace(
-        task,
-        static_cache=True,
-        max_seq_len=task.max_seq_len if max_seq_len is None else max_seq_len,
+        raise _not_text_generation(task.name)
+    return replace(task, static_cache=True, max_seq_len=size)
+
+
+def _not_text_generation(task_name: str) -> ConfigError:
+    return ConfigError(
+        f"feature {STATIC_CACHE!r} applies to text-generation (a decoder-only LM's cache), "
+        f"not to {task_name}"
     )
-    return sized, features | {STATIC_CACHE}

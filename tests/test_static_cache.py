@@ -205,8 +205,8 @@ def test_the_cli_builds_a_static_package_validate_passes(tmp_path, ep):
     assert report.greedy_match == 1.0 and report.max_abs_diff < 1e-4
 
 
-def test_the_cli_refuses_max_seq_len_without_the_feature(tmp_path, capsys):
-    argv = ["build", "--model", str(TINY_LLAMA), "--output", str(tmp_path / "out")]
+def test_the_cli_refuses_max_seq_len_without_the_feature_before_reading(tmp_path, capsys):
+    argv = ["build", "--model", str(tmp_path / "nothing"), "--output", str(tmp_path / "out")]
     assert main([*argv, "--max-seq-len", "64"]) != 0
     assert "needs the 'static-cache' feature" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
@@ -239,6 +239,11 @@ def test_meaningless_requests_are_refused_by_name(arguments, message):
 def test_a_task_without_a_static_cache_refuses_its_size():
     with pytest.raises(ConfigError, match="max_seq_len sizes the static cache"):
         TextGenerationTask(max_seq_len=64)
+
+
+def test_another_task_is_refused_before_reading(tmp_path):
+    with pytest.raises(ConfigError, match=r"applies to text-generation .* not to fill-mask"):
+        build(str(tmp_path), task="fill-mask", features=["static-cache"], max_seq_len=8)
 
 
 def test_an_encoder_is_refused(tmp_path):
