@@ -12,12 +12,15 @@ from converter.execution_providers import MATMUL_NBITS, QMOE, execution_provider
 from converter.features import (
     FP8_KV_CACHE,
     PRUNE_PREFILL,
+    STATIC_CACHE,
     TEXT_ONLY,
     UNREAD,
     fp8_kv_cache,
     parse_features,
     prune_prefill,
+    static_cache_size,
     text_only,
+    with_static_cache,
 )
 from converter.lowering import Int4, LoweringReport, Plan, lower
 from converter.olive_weights import olive_assemblies
@@ -45,6 +48,7 @@ def build(
     task=None,
     features=None,
     release: bool = False,
+    max_seq_len: int | None = None,
 ) -> ModelPackage:
     """Convert a Hub repo id or a local folder into an ONNX package (not yet saved).
 
@@ -56,13 +60,13 @@ def build(
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
     `features` names build features (converter/features.py: `["text-only"]`,
     `["fp8-kv-cache"]`, the same as `TextGenerationTask(kv_cache_dtype="float8e4m3fn")`,
-    `["prune-prefill-prefix"]`); `release` saves the graphs without debug and provenance
-    metadata (converter/release.py). A checkpoint Olive quantized (its config's
-    `quantization_config`) keeps its packed weights (converter/olive_weights.py); `dtype` then
-    names its activations.
+    `["prune-prefill-prefix"]`, `["static-cache"]` with `max_seq_len` sizing its caches);
+    `release` saves the graphs without debug and provenance metadata (converter/release.py). A
+    checkpoint Olive quantized (its config's `quantization_config`) keeps its packed weights
+    (converter/olive_weights.py); `dtype` then names its activations.
     """
     execution_provider(ep, dtype)  # unsupported pairs and features fail before any download
-    parse_features(features)
+    static_cache_size(parse_features(features), task, max_seq_len)
     int4 = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
     source = resolve_source(model, revision=revision, token=token, progress=progress)
     return build_source(
@@ -73,6 +77,7 @@ def build(
         task=task,
         features=features,
         release=release,
+        max_seq_len=max_seq_len,
     )
 
 
@@ -86,6 +91,7 @@ def build_source(
     task=None,
     features=None,
     release: bool = False,
+    max_seq_len: int | None = None,
 ) -> ModelPackage:
     """The build of `build()` from a resolved source: `source.path` holds config.json (and
     the tokenizer and generation files), `checkpoint` the tensors under their checkpoint names
@@ -93,6 +99,9 @@ def build_source(
     file's tensors); `int4` the int4 settings when `dtype` is int4."""
     provider = execution_provider(ep, dtype)
     features = parse_features(features)
+    static_size = static_cache_size(features, task, max_seq_len)
+    if static_size is not None:
+        features |= {STATIC_CACHE}
     quantization = (int4 or Int4()) if dtype == "int4" else None
     raw = read_config(source.path / "config.json")
     olive = read_olive(raw)
@@ -109,6 +118,7 @@ def build_source(
     float_type = FLOAT_TYPES[provider.activation_dtype(dtype)]
     task_name = task_of(raw, family, task if isinstance(task, str) or task is None else task.name)
     task = TASKS[task_name] if task is None or isinstance(task, str) else task
+    task = with_static_cache(task, static_size)
     if getattr(task, "kv_cache_dtype", None):  # the feature asked for by the task's option
         features = features | {FP8_KV_CACHE}
     if FP8_KV_CACHE in features:

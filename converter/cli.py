@@ -51,6 +51,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         help=f"build features, comma-separated or repeated: {', '.join(sorted(FEATURES))}",
     )
     b.add_argument(
+        "--max-seq-len",
+        type=int,
+        metavar="N",
+        help="the static-cache feature's cache size: prompt and generated tokens per row",
+    )
+    b.add_argument(
         "--release",
         action="store_true",
         help="save the graphs without debug and provenance metadata (doc strings, node origins)",
@@ -138,6 +144,7 @@ def _build(args: argparse.Namespace) -> int:
         task=args.task,
         features=args.features,
         release=args.release,
+        max_seq_len=args.max_seq_len,
     )
     return _saved(package, args)
 

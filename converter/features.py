@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 from converter.errors import ConfigError
 from converter.execution_providers import ExecutionProvider
@@ -21,9 +22,8 @@ FEATURES = {
     FP8_KV_CACHE: "keep the key/value cache as float8 e4m3fn with per-head scales (half an f16 "
     "cache's bytes)",
     PRUNE_PREFILL: "logits for each row's last position only: the LM head multiplies one row",
+    STATIC_CACHE: "key/value caches of a fixed --max-seq-len, written in place (never grown)",
 }
-# the original converter's other features, not built yet (issue 15)
-NOT_YET = (STATIC_CACHE,)
 
 
 def parse_features(values: Iterable[str] | str | None) -> frozenset[str]:
@@ -33,8 +33,6 @@ def parse_features(values: Iterable[str] | str | None) -> frozenset[str]:
     items = [values] if isinstance(values, str) else list(values)
     names = {name.strip() for item in items for name in item.split(",") if name.strip()}
     for name in sorted(names):
-        if name in NOT_YET:
-            raise ConfigError(f"feature {name!r} is not built yet")
         if name not in FEATURES:
             raise ConfigError(
                 f"unknown feature {name!r}: the features are {', '.join(sorted(FEATURES))}"
@@ -87,3 +85,39 @@ def prune_prefill(task):
 
 
 UNREAD = r"unread\..+"  # what a text-only build leaves in the checkpoint
+
+
+def static_cache_size(features: frozenset[str], task: Any, max_seq_len: int | None) -> int | None:
+    """The static cache's size a build asks for (None: no static cache), checked before any
+    download: by the features with `max_seq_len`, or by a task object's own."""
+    own = getattr(task, "max_seq_len", None)
+    if STATIC_CACHE not in features and not getattr(task, "static_cache", False):
+        if max_seq_len is not None:
+            raise ConfigError(
+                "max_seq_len (--max-seq-len) sizes the static cache: it needs the "
+                f"{STATIC_CACHE!r} feature"
+            )
+        return None
+    if None not in (max_seq_len, own) and max_seq_len != own:
+        raise ConfigError(f"max_seq_len {max_seq_len} differs from the task's max_seq_len {own}")
+    size = own if max_seq_len is None else max_seq_len
+    TextGenerationTask(static_cache=True, max_seq_len=size)  # refuses a size that is none
+    if getattr(task, "name", task) not in (None, TextGenerationTask.name):
+        raise _not_text_generation(getattr(task, "name", task))
+    return size
+
+
+def with_static_cache(task: Any, size: int | None):
+    """`task` keeping its caches at `size` slots (unchanged for None)."""
+    if size is None:
+        return task
+    if not isinstance(task, TextGenerationTask):
+        raise _not_text_generation(task.name)
+    return replace(task, static_cache=True, max_seq_len=size)
+
+
+def _not_text_generation(task_name: str) -> ConfigError:
+    return ConfigError(
+        f"feature {STATIC_CACHE!r} applies to text-generation (a decoder-only LM's cache), "
+        f"not to {task_name}"
+    )

@@ -102,7 +102,6 @@ def test_text_only_means_nothing_for_a_text_model():
             ["text-only,warp-drive"],
             r"unknown feature 'warp-drive': the features are (\S+, )*text-only",
         ),
-        (["static-cache"], "feature 'static-cache' is not built yet"),
     ],
 )
 def test_unknown_and_unbuilt_features_are_refused_by_name(features, message):

@@ -72,3 +72,20 @@ def alibi_bias(op, attention_mask, alibi: Alibi, dtype: ir.DataType):
 
 def _round_to_bfloat16(op, x):
     return op.Cast(op.Cast(x, to=ir.DataType.BFLOAT16), to=ir.DataType.FLOAT)
+
+
+def static_masks(op, write_indices, tokens, max_seq_len: int, windows, dtype) -> dict:
+    """{window: mask [batch, 1, sequence, max_seq_len]} over fixed-size caches: row b's new
+    tokens sit at slots write_indices[b] onwards, and each sees the slots up to its own (those
+    within the window); `tokens` (sequence on axis 1) gives the new sequence length."""
+    seq = op.Squeeze(op.Shape(tokens, start=1, end=2))
+    slots = op.Add(op.Unsqueeze(write_indices, [1]), op.Range(0, seq, 1))  # [B, S]
+    distance = op.Sub(op.Unsqueeze(slots, [2]), op.Range(0, max_seq_len, 1))  # [B, S, M]
+    causal = op.GreaterOrEqual(distance, 0)
+    zero = op.Constant(value=ir.tensor(0.0, dtype=dtype))
+    masked = op.Constant(value=ir.tensor(_MASKED[dtype], dtype=dtype))
+    masks = {}
+    for window in windows:
+        allowed = causal if window is None else op.And(causal, op.Less(distance, window))
+        masks[window] = op.Unsqueeze(op.Where(allowed, zero, masked), [1])
+    return masks

@@ -57,6 +57,8 @@ class BeamAttention(Attention):
         self.gate_proj = Linear(cfg.hidden_size, spec.heads * spec.head_dim, False, dtype)
         self.gate_bias = nn.Parameter([spec.heads], dtype)
 
+    cache_through_kernel = True  # keys and values reach the cache only through the kernel
+
     def forward(self, op, x, kernel, past_key, past_value):
         q, k, v = self._project(op, x)
         q_name, k_name = self.qk_norm_names

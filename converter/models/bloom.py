@@ -39,6 +39,8 @@ class GroupedQKVAttention(nn.Module):
         self.dense = Linear(heads * d, cfg.hidden_size, cfg.o_bias, dtype)
         self.spec = attention_spec(cfg, index)
 
+    cache_through_kernel = True  # keys and values reach the cache only through the kernel
+
     def forward(self, op, x, kernel, past_key, past_value):
         d = self.spec.head_dim
         blocks = op.Reshape(self.query_key_value(op, x), [0, 0, self.groups, -1, d])

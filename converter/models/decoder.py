@@ -15,6 +15,7 @@ from converter.components.attention import AttentionSpec, GroupQueryAttention, S
 from converter.components.cache import LayerCache, kv_cache
 from converter.components.linear import Bias
 from converter.components.moe import SparseMoe
+from converter.components.static_attention import StaticAttention
 from converter.config import ArchitectureConfig
 from converter.dtypes import NAME_OF
 from converter.execution_providers import (
@@ -158,7 +159,10 @@ class DecoderBody(nn.Module):
 
     def make_kernel(self, op, inputs: DecoderInputs):
         """The attention kernel of one graph (a family whose masks read more overrides it)."""
-        return self.kernel.make(op, inputs.tokens, inputs.attention_mask, inputs.position_ids)
+        tokens, mask, positions = inputs.tokens, inputs.attention_mask, inputs.position_ids
+        if inputs.static is None:  # (a family's kernel choice may take no static caches)
+            return self.kernel.make(op, tokens, mask, positions)
+        return self.kernel.make(op, tokens, mask, positions, inputs.static)
 
     def forward(self, op, inputs: DecoderInputs):
         x = self.embed(op, inputs)
@@ -197,6 +201,16 @@ def layer_caches(cfg: ArchitectureConfig) -> list[LayerCache]:
         kv_cache(cfg.kv_heads_of(i), cfg.head_dim_of(i), cfg.window_of(i))
         for i in range(cfg.num_hidden_layers)
     ]
+
+
+def _own_cache_use(module) -> bool:
+    """An attention module whose forward is not the generic one's, unless the class that
+    writes that forward declares `cache_through_kernel` (its keys and values reach the cache
+    only through the kernel's call, so any kernel's cache contract holds)."""
+    if not isinstance(getattr(module, "spec", None), AttentionSpec):
+        return False
+    owner = next(c for c in type(module).__mro__ if "forward" in vars(c))
+    return owner is not Attention and not vars(owner).get("cache_through_kernel", False)
 
 
 class AttentionKernelChoice:
@@ -247,13 +261,17 @@ class AttentionKernelChoice:
         elif self.gqa and ropes and rotary_reason:
             self.fallbacks.append(f"RotaryEmbedding outside GroupQueryAttention: {rotary_reason}")
 
-    def make(self, op, tokens, attention_mask, position_ids):
+    def make(self, op, tokens, attention_mask, position_ids, static=None):
         """The kernel for one graph, with its shared inputs (masks, lengths, rotary tables);
-        `tokens` (ids or embeddings) gives the new sequence length."""
+        `tokens` (ids or embeddings) gives the new sequence length. `static`
+        (StaticCacheInputs): caches of fixed size the standard kernel scatters into
+        (GroupQueryAttention writes into them itself, fed by the attention mask)."""
         if self.gqa:
             return GroupQueryAttention(
                 op, self.dtype, attention_mask, position_ids, self.rotary_inside, self.ep
             )
+        if static is not None:
+            return StaticAttention(op, self.dtype, tokens, position_ids, static, self.windows)
         return StandardAttention(op, self.dtype, tokens, attention_mask, position_ids, self.windows)
 
 
@@ -288,6 +306,35 @@ class DecoderLM(nn.Module):
 
     def caches(self) -> list[LayerCache]:
         return layer_caches(self.cfg)
+
+    @property
+    def writes_cache_in_place(self) -> bool:
+        """Its attention kernel writes new keys and values into a max-length past itself
+        (GroupQueryAttention); otherwise a static cache's graph scatters them."""
+        return self.body.kernel.gqa
+
+    def static_cache_refused(self) -> str | None:
+        """Why its caches cannot be fixed-size ones written in place (None: they can). The
+        static contract covers the generic body's attention over one plain key/value cache
+        per layer; a family that keeps other caches or builds other masks is refused."""
+        body = type(self.body)
+        if type(self).caches is not DecoderLM.caches:
+            return "its layers do not each keep one plain key/value cache"
+        generic = (DecoderBody.forward, DecoderBody.make_kernel, AttentionKernelChoice.make)
+        kernel = getattr(self.body, "kernel", None)
+        found = (getattr(body, "forward", None), getattr(body, "make_kernel", None))
+        if (*found, getattr(type(kernel), "make", None)) != generic:
+            return "its attention reads masks or caches the generic decoder does not build"
+        own = sorted({type(m).__name__ for m in self.modules() if _own_cache_use(m)})
+        if own:
+            return f"its attention ({', '.join(own)}) reaches the cache or kernel its own way"
+        if self.writes_cache_in_place:
+            return None
+        if self.cfg.alibi is not None:
+            return "ALiBi biases are counted from each row's first real token, by the mask"
+        if self.cfg.attention_sinks:
+            return "attention sinks need GroupQueryAttention (--ep cpu) for a static cache"
+        return None
 
     def fallbacks(self) -> list[str]:
         """Why fused kernels were not used: the attention kernel's, then any its parts give."""

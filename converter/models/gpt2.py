@@ -21,6 +21,8 @@ class GPT2Attention(nn.Module):
         self.c_proj = Conv1D(cfg.hidden_size, cfg.hidden_size, dtype)
         self.spec = spec
 
+    cache_through_kernel = True  # keys and values reach the cache only through the kernel
+
     def forward(self, op, x, kernel, past_key, past_value):
         q, k, v = op.Split(self.c_attn(op, x), axis=-1, num_outputs=3, _outputs=3)
         y, key, value = kernel(op, q, k, v, past_key, past_value, self.spec)

@@ -32,6 +32,8 @@ class GPTBigCodeAttention(nn.Module):
         parts = op.Split(per_head, axis=-1, num_outputs=3, _outputs=3)
         return [op.Reshape(part, [0, 0, -1]) for part in parts]
 
+    cache_through_kernel = True  # keys and values reach the cache only through the kernel
+
     def forward(self, op, x, kernel, past_key, past_value):
         q, k, v = self._split(op, self.c_attn(op, x))
         y, key, value = kernel(op, q, k, v, past_key, past_value, self.spec)

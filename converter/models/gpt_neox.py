@@ -40,6 +40,8 @@ class NeoXJapaneseAttention(NeoXAttention):
         # only the last layer's output projection has a bias, stored beside it
         self.dense_bias = nn.Parameter([cfg.hidden_size], dtype) if last else None
 
+    cache_through_kernel = True  # keys and values reach the cache only through the kernel
+
     def forward(self, op, x, kernel, past_key, past_value):
         y, key, value = super().forward(op, x, kernel, past_key, past_value)
         return (y if self.dense_bias is None else op.Add(y, self.dense_bias)), key, value

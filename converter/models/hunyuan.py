@@ -19,6 +19,8 @@ class HunYuanAttention(Attention):
 
     qk_norm_names = ("query_layernorm", "key_layernorm")
 
+    cache_through_kernel = True  # keys and values reach the cache only through the kernel
+
     def forward(self, op, x, kernel, past_key, past_value):
         q, k, v = self._project(op, x)
         spec = self.spec

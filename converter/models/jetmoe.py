@@ -93,6 +93,8 @@ class MixtureOfHeads(nn.Module):
         x = op.Transpose(op.Reshape(x, [-1, a, b, d]), perm=[0, 2, 1, 3])
         return op.Reshape(x, [-1, a * b * d])
 
+    cache_through_kernel = True  # keys and values reach the cache only through the kernel
+
     def forward(self, op, x, kernel, past_key, past_value):
         spec, k = self.spec, self.top_k
         flat = op.Flatten(x, axis=2)

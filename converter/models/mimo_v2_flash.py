@@ -135,6 +135,8 @@ class MimoV2FlashAttention(nn.Module):
         padded = op.Pad(per_head, [0, 0, 0, 0, 0, 0, 0, width - self.v_head_dim])
         return op.Reshape(padded, [0, 0, heads * width])
 
+    cache_through_kernel = True  # keys and values reach the cache only through the kernel
+
     def forward(self, op, x, kernel, past_key, past_value):
         spec = self.spec
         q, k, v = self.qkv(op, x)

@@ -34,6 +34,8 @@ class Ministral3Attention(Attention):
         scale = op.Add(op.Mul(op.Log(op.Add(steps, 1.0)), self.beta), 1.0)
         return op.Cast(op.Unsqueeze(scale, [-1]), to=self.dtype)
 
+    cache_through_kernel = True  # keys and values reach the cache only through the kernel
+
     def forward(self, op, x, kernel, past_key, past_value):
         q, k, v = self._project(op, x)
         # a per-position factor: scaling before the rotation equals scaling after it

@@ -29,7 +29,9 @@ def genai_config(package, generation: dict[str, Any]) -> dict[str, Any]:
     pad = generation.get("pad_token_id", cfg.pad_token_id)
     pad = pad if pad is not None else (eos[0] if eos else 0)
     bos = generation.get("bos_token_id", cfg.bos_token_id)
-    search = {"max_length": cfg.max_position_embeddings, "num_beams": 1, "do_sample": False}
+    # a static cache's graph holds max_seq_len slots: genai sizes its shared buffer by max_length
+    length = getattr(package.task, "max_seq_len", None) or cfg.max_position_embeddings
+    search = {"max_length": length, "num_beams": 1, "do_sample": False}
     search.update({k: generation[k] for k in _SEARCH_KEYS if generation.get(k) is not None})
     attending = sum(cache.attends for cache in decoder.caches)
     model_class = package.family.model_class

@@ -38,6 +38,7 @@ from converter.repo_files import CONFIG, RUNTIME_FILES, SENTENCE_TRANSFORMERS
 from converter.sizes import human_size
 from converter.source import Source
 from converter.tasks import OPSET, Component
+from converter.tasks.text_generation import WRITE_INDICES
 
 MANIFEST = "mobius.json"
 INLINE_LIMIT = 1900 * 1024 * 1024  # below protobuf's 2 GiB cap on one file
@@ -71,7 +72,20 @@ class ModelPackage:
         """What runs the package: onnxruntime-genai for generation it has a type for (every
         decoder; the VLM types it names), onnxruntime otherwise."""
         generative = self.task.name in GENERATIVE and self.family.genai_type is not None
-        return "onnxruntime-genai" if generative else "onnxruntime"
+        return "onnxruntime-genai" if generative and not self.scatters_cache else "onnxruntime"
+
+    @property
+    def scatters_cache(self) -> bool:
+        """A static cache in its portable contract (write_indices), which onnxruntime-genai
+        cannot feed."""
+        return any(WRITE_INDICES in c.io.get("inputs", {}) for c in self.components)
+
+    def _static_cache(self) -> dict[str, Any]:
+        """mobius.json's record of a static cache: its size and how a runtime feeds it."""
+        if not getattr(self.task, "static_cache", False):
+            return {}
+        contract = "write_indices" if self.scatters_cache else "shared_buffer"
+        return {"static_cache": {"max_seq_len": self.task.max_seq_len, "contract": contract}}
 
     def _image_prompt(self) -> dict[str, str]:
         prompt = getattr(self.family.model_class, "image_prompt", None)
@@ -150,6 +164,7 @@ class ModelPackage:
             "task": self.task.name,
             "features": sorted(self.features),
             "release": self.release,
+            **self._static_cache(),
             "runtime": self.runtime,
             # the text a prompt holds for each image (vision-language models)
             **self._image_prompt(),
@@ -158,7 +173,7 @@ class ModelPackage:
             "components": [{"role": c.role, "filename": c.filename} for c in self.components],
             "ep": self.ep,
             "dtype": self.dtype,
-            "opset": OPSET,
+            "opset": max(c.model.opset_imports.get("", OPSET) for c in self.components),
             "lowering": self.lowering.as_dict(),
             "versions": {
                 name: _version(dist)

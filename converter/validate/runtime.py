@@ -34,6 +34,7 @@ class OnnxDecoder:
         self.load_seconds = time.perf_counter() - started
         inputs, outputs = decoder["inputs"], decoder["outputs"]
         self.logits = outputs["logits"]
+        self.vocab_size = decoder_vocab_size(self.session)
         layers = decoder["num_hidden_layers"]
         pairs = [
             (inputs["past_key_names"] % i, outputs["present_key_names"] % i) for i in range(layers)
@@ -103,6 +104,11 @@ def _feedable(array: np.ndarray, ort_type: str):
     if ort_type != FLOAT8:
         return array
     return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(array, ir.DataType.FLOAT8E4M3FN)
+
+
+def decoder_vocab_size(session: ort.InferenceSession) -> int:
+    """The width of a decoder's logits, as its graph declares them."""
+    return next(o for o in session.get_outputs() if o.name == "logits").shape[-1]
 
 
 class OnnxEncoder:

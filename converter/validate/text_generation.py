@@ -14,6 +14,7 @@ from converter.package import GENAI_CONFIG, MANIFEST
 from converter.validate.metrics import compare, leading_matches
 from converter.validate.report import ValidationReport
 from converter.validate.runtime import OnnxDecoder
+from converter.validate.static_runtime import StaticDecoder
 
 PROMPT_LENGTH = 16
 # onnxruntime-genai's tokenizer reads both (measured with 0.18: either missing fails to load).
@@ -21,9 +22,10 @@ GENAI_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 
 
 def missing_files(package: Path) -> list[str]:
-    """What onnxruntime-genai needs besides the graph, as failures."""
+    """What onnxruntime-genai needs besides the graph, as failures (none for a package it does
+    not run: a static cache in its portable contract)."""
     missing = [name for name in GENAI_TOKENIZER_FILES if not (package / name).is_file()]
-    if not missing:
+    if not missing or not (package / GENAI_CONFIG).is_file():
         return []
     return [
         f"no tokenizer: onnxruntime-genai cannot run this package without {' and '.join(missing)}"
@@ -34,9 +36,9 @@ def missing_files(package: Path) -> list[str]:
 def probe(package: Path, provider: str, reference, report: ValidationReport, steps: int) -> None:
     """Run the package against `reference` (anything with `run` and `greedy`), recording the
     figures in `report`."""
-    candidate = OnnxDecoder(package, provider)
-    vocab = json.loads((package / GENAI_CONFIG).read_text())["model"]["vocab_size"]
-    prompt = np.random.default_rng(0).integers(0, vocab, size=(1, PROMPT_LENGTH))
+    runtime = OnnxDecoder if (package / GENAI_CONFIG).is_file() else StaticDecoder
+    candidate = runtime(package, provider)
+    prompt = np.random.default_rng(0).integers(0, candidate.vocab_size, size=(1, PROMPT_LENGTH))
     expected_tokens, _ = reference.greedy(prompt, steps)
     forced = [np.array([[t]], dtype=np.int64) for t in expected_tokens[:-1]]
     expected = last_prefill_position(package, reference.run(prompt, np.ones_like(prompt), forced))

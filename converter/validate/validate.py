@@ -17,7 +17,7 @@ import onnxruntime as ort
 
 from converter.errors import MobiusError, SourceError, missing_modules, require_extra
 from converter.execution_providers import EXECUTION_PROVIDERS
-from converter.features import FP8_KV_CACHE, TEXT_ONLY
+from converter.features import FP8_KV_CACHE, STATIC_CACHE, TEXT_ONLY
 from converter.package import MANIFEST
 from converter.source import Source, resolve_source
 from converter.tasks.seq2seq import SEQ2SEQ_TASKS
@@ -179,7 +179,8 @@ def _source_of(manifest: dict) -> Source:
 
 def _reference(kind: str, source: Source, scratch: Path, manifest: dict):
     task, encoder_decoder = manifest["task"], _encoder_decoder(manifest)
-    features = manifest.get("features", [])
+    # the reference keeps the usual cache: a static one changes where keys live, not logits
+    features = [f for f in manifest.get("features", []) if f != STATIC_CACHE]
     if kind == "transformers":
         from converter.validate.reference import (
             TransformersEncoder,
