@@ -1,9 +1,9 @@
 """Safetensors checkpoints, read lazily and bound strictly by name.
 
 Headers are parsed here (not by a framework) so every offset, shape and size is
-checked against the file before a byte of tensor data is touched. Tensor data is
-memory-mapped and cast one tensor at a time while the package is written, so
-peak memory stays near one tensor, not one model.
+checked against the file before a byte of tensor data is touched. Tensor data is read,
+cast and written a band of rows at a time while the package is written (converter/rows.py),
+so peak memory stays near a few bands, not one tensor.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import onnx_ir as ir
 from converter.dtypes import NUMPY_OF
 from converter.errors import WeightsError
 from converter.repo_files import INDEX, PICKLE_SUFFIXES
+from converter.rows import FileRows, Rows, write_rows
 
 _MAX_DIMS = 8
 # Header caps, summed over a checkpoint's shards and checked on the raw bytes before any JSON
@@ -68,6 +69,10 @@ class TensorRef:
     @property
     def nbytes(self) -> int:
         return math.prod(self.shape) * _DTYPES[self.dtype].itemsize
+
+    def rows(self) -> FileRows:
+        """The tensor, read by bands of rows."""
+        return FileRows(self.file, self.offset, self.shape, _DTYPES[self.dtype])
 
     def load(self) -> np.ndarray:
         """A read-only memory map of the tensor (no copy)."""
@@ -374,18 +379,22 @@ def _listing(what: str, names: list[str]) -> str:
 
 
 def _lazy_cast(ref: TensorRef, dtype: ir.DataType) -> SourceTensor:
-    return SourceTensor(ref.load, dtype, ref.shape, ref.name)
+    if math.prod(ref.shape) == 0:
+        return SourceTensor(ref.load, dtype, ref.shape, ref.name)
+    return SourceTensor.of_rows(ref.rows(), dtype, ref.name)
 
 
 class SourceTensor(ir.LazyTensor):
     """A weight computed when written: `source()` gives the array still in the checkpoint's
     dtype; the cast to `dtype` happens last. Passes that transpose, concatenate or quantize
-    compose on `source` so they touch the narrow checkpoint dtype, not a cast copy."""
+    compose on `source` so they touch the narrow checkpoint dtype, not a cast copy. With
+    `rows` (the same values, read by bands; `transposed`: their transpose) it is written a
+    band at a time."""
 
-    __slots__ = ("source",)
+    __slots__ = ("rows", "source", "transposed")
 
-    def __init__(self, source, dtype: ir.DataType, shape, name: str):
-        self.source = source
+    def __init__(self, source, dtype: ir.DataType, shape, name: str, rows=None, transposed=False):
+        self.source, self.rows, self.transposed = source, rows, transposed
         target = NUMPY_OF[dtype]
 
         def load() -> ir.Tensor:
@@ -396,7 +405,33 @@ class SourceTensor(ir.LazyTensor):
 
         super().__init__(load, dtype=dtype, shape=ir.Shape(shape), name=name)
 
+    @classmethod
+    def of_rows(cls, rows: Rows, dtype: ir.DataType, name: str, transposed: bool = False):
+        if transposed:
+            return cls(
+                lambda: np.ascontiguousarray(rows.array().T),
+                dtype,
+                rows.shape[::-1],
+                name,
+                rows,
+                True,
+            )
+        return cls(rows.array, dtype, rows.shape, name, rows)
+
+    def tofile(self, file) -> None:
+        if self.rows is None:
+            super().tofile(file)
+        else:
+            write_rows(file, self.rows, NUMPY_OF[self.dtype], self.transposed)
+
 
 def source_array(tensor: ir.TensorProtocol) -> np.ndarray:
     """A tensor's values, in the checkpoint dtype when it is a SourceTensor."""
     return tensor.source() if isinstance(tensor, SourceTensor) else tensor.numpy()
+
+
+def source_rows(tensor: ir.TensorProtocol) -> Rows | np.ndarray:
+    """A tensor's values read by bands where it can be (else its whole array)."""
+    if isinstance(tensor, SourceTensor) and tensor.rows is not None and not tensor.transposed:
+        return tensor.rows
+    return source_array(tensor)

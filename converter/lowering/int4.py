@@ -14,7 +14,7 @@ from converter.lowering.lazy import LazyResult, lazy_initializer, swap
 from converter.lowering.matmul_weights import weight_of
 from converter.lowering.passes import MS_DOMAIN, is_initializer
 from converter.quantize import DEQUANTIZE_LINEAR_AXIS, quantize_q4, to_dequantize_linear
-from converter.weights import source_array
+from converter.weights import source_array, source_rows
 
 
 @dataclass(frozen=True)
@@ -174,8 +174,10 @@ class _LazyQ4(LazyResult):
         self.blocks = -(-self.k // int4.block_size)
 
     def _quantize(self):
-        weight = source_array(self.source)
-        weight = weight if self.layout_nk else np.ascontiguousarray(weight.T)
+        if self.layout_nk:
+            weight = source_rows(self.source)
+        else:
+            weight = np.ascontiguousarray(source_array(self.source).T)
         return self.form(quantize_q4(weight, self.int4.block_size, self.int4.symmetric))
 
 

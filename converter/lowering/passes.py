@@ -11,7 +11,8 @@ from collections import Counter
 import numpy as np
 import onnx_ir as ir
 
-from converter.weights import SourceTensor, source_array
+from converter.rows import ConcatRows, Rows
+from converter.weights import SourceTensor, source_array, source_rows
 
 MS_DOMAIN = "com.microsoft"
 
@@ -39,14 +40,19 @@ def fold_packed_weights(model: ir.Model) -> int:
             continue
         axis = node.attributes.get_int("axis", 0)
         tensors = [p.const_value for p in parts]
-
-        def concat(tensors=tensors, axis=axis) -> np.ndarray:
-            return np.concatenate([source_array(t) for t in tensors], axis=axis)
-
-        dims = list(parts[0].shape.dims)
-        dims[axis] = sum(p.shape.dims[axis] for p in parts)
         name = _packed_name([p.name for p in parts])
-        value = _replace_with_initializer(graph, node, name, concat, tensors[0].dtype, dims)
+        rows = [source_rows(t) for t in tensors]
+        if all(isinstance(r, Rows) for r in rows):
+            packed = SourceTensor.of_rows(ConcatRows(rows, axis), tensors[0].dtype, name)
+        else:
+
+            def concat(tensors=tensors, axis=axis) -> np.ndarray:
+                return np.concatenate([source_array(t) for t in tensors], axis=axis)
+
+            dims = list(parts[0].shape.dims)
+            dims[axis] = sum(p.shape.dims[axis] for p in parts)
+            packed = SourceTensor(concat, tensors[0].dtype, dims, name)
+        value = _replace_with_initializer(graph, node, packed)
         for other in concats - {node}:
             other.outputs[0].replace_all_uses_with(value)
             graph.remove(other, safe=True)
@@ -69,13 +75,10 @@ def _packed_name(names: list[str]) -> str:
     return f"{prefix}.{'+'.join(s[1] for s in stems)}.{suffix}"
 
 
-def _replace_with_initializer(graph, node, name, source, dtype, dims) -> ir.Value:
-    """Replace `node`'s output by an initializer computed by `source()` when written."""
+def _replace_with_initializer(graph, node, tensor: SourceTensor) -> ir.Value:
+    """Replace `node`'s output by an initializer holding `tensor` (computed when written)."""
     value = ir.Value(
-        name=name,
-        shape=ir.Shape(dims),
-        type=ir.TensorType(dtype),
-        const_value=SourceTensor(source, dtype, dims, name),
+        name=tensor.name, shape=tensor.shape, type=ir.TensorType(tensor.dtype), const_value=tensor
     )
     graph.register_initializer(value)
     node.outputs[0].replace_all_uses_with(value)
@@ -97,15 +100,18 @@ def pretranspose(model: ir.Model) -> int:
         if not all(_swaps_rows_and_columns(t) for t in transposes):
             continue
         tensor = weight.const_value
+        rows = source_rows(tensor)
+        if isinstance(rows, Rows):
+            flipped = SourceTensor.of_rows(rows, tensor.dtype, weight.name, transposed=True)
+        else:
 
-        def transposed(tensor=tensor) -> np.ndarray:
-            return np.ascontiguousarray(source_array(tensor).T)
+            def transposed(tensor=tensor) -> np.ndarray:
+                return np.ascontiguousarray(source_array(tensor).T)
 
-        out_dim, in_dim = weight.shape.dims
+            dims = weight.shape.dims[::-1]
+            flipped = SourceTensor(transposed, tensor.dtype, dims, weight.name)
         graph.initializers.pop(weight.name)
-        value = _replace_with_initializer(
-            graph, transposes[0], weight.name, transposed, tensor.dtype, [in_dim, out_dim]
-        )
+        value = _replace_with_initializer(graph, transposes[0], flipped)
         for other in transposes[1:]:
             other.outputs[0].replace_all_uses_with(value)
             graph.remove(other, safe=True)
