@@ -30,7 +30,7 @@ def build(
     progress: bool = True,
     int4_block_size: int = 32,
     int4_symmetric: bool = True,
-    int4_lm_head: bool = False,
+    int4_head_bits: int | None = 8,
     task=None,
     features=None,
     release: bool = False,
@@ -40,7 +40,8 @@ def build(
     `ep` picks the graph (`default`: portable standard ops; `cpu`, `cuda`, `dml`,
     `webgpu`: that EP's fused kernels); `dtype` is f32, f16, bf16, int8 (dynamic int8:
     int8 weights, activations quantized at run time) or int4 (int4 weights with the EP's
-    activation dtype). Unsupported pairs fail before any download. `task`
+    activation dtype; the LM head and token table in blocks of `int4_head_bits`, 8 or 4, None
+    keeping them float). Unsupported pairs fail before any download. `task`
     names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
     `features` names build features (converter/features.py: `["text-only"]`); `release` saves
@@ -48,7 +49,7 @@ def build(
     """
     provider = execution_provider(ep, dtype)
     features = parse_features(features)
-    quantization = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
+    int4 = Int4(int4_block_size, int4_symmetric, int4_head_bits) if dtype == "int4" else None
     source = resolve_source(model, revision=revision, token=token, progress=progress)
     raw = read_config(source.path / "config.json")
     model_type = model_type_of(raw)
@@ -85,7 +86,7 @@ def build(
     )
     report = LoweringReport()
     for component in components:
-        plan = Plan(provider, quantization, int8=dtype == "int8")
+        plan = Plan(provider, int4, int8=dtype == "int8")
         report.merge(lower(component, plan, float_type))
     return ModelPackage(components, cfg, family, task, source, ep, dtype, report, features, release)
 

@@ -33,9 +33,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     b.add_argument("--int4-block-size", type=int, default=32, choices=(16, 32, 64, 128))
     b.add_argument("--int4-asymmetric", action="store_true", help="int4 with per-block zero points")
     b.add_argument(
-        "--int4-lm-head",
-        action="store_true",
-        help="also quantize the lm_head (and the embedding where the EP can) to int4",
+        "--int4-head-bits",
+        default="8",
+        choices=("8", "4", "float"),
+        help="int4 builds: bits of the LM head and the token embedding (where the EP can "
+        "gather quantized rows); default 8",
     )
     b.add_argument(
         "--task",
@@ -99,7 +101,7 @@ def _build(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         int4_block_size=args.int4_block_size,
         int4_symmetric=not args.int4_asymmetric,
-        int4_lm_head=args.int4_lm_head,
+        int4_head_bits=None if args.int4_head_bits == "float" else int(args.int4_head_bits),
         task=args.task,
         features=args.features,
         release=args.release,

@@ -17,7 +17,7 @@ WHOLE_TRANSPOSE_BYTES = 256 << 20  # smaller tensors are transposed in memory, i
 
 
 class Rows:
-    """A tensor read by bands of its first axis. Also the array-like quantize_q4 slices
+    """A tensor read by bands of its first axis. Also the array-like quantize_blocks slices
     (`shape`, `dtype`, `ndim`, `rows[lo:hi]`)."""
 
     shape: tuple[int, ...]

@@ -145,16 +145,27 @@ def test_gpu_variants_are_checked_structurally_not_executed(family, ep, dtype):
         assert not [line for line in report["unsupported_ops"] if any(c in line for c in chain)]
 
 
+@pytest.mark.parametrize("bits", [8, 4])
 @pytest.mark.parametrize("case", ["llama", "qwen2"])  # untied and tied lm_head
-def test_int4_lm_head_and_embedding_are_exact_up_to_rounding(case, tmp_path):
+def test_int4_lm_head_and_embedding_are_exact_up_to_rounding(case, bits, tmp_path):
     model = make_checkpoint(case, tmp_path / "hf")
     mask = np.ones_like(PROMPT)
-    expected = TransformersReference(dequantized_copy(model, tables=True)).run(PROMPT, mask, STEPS)
-    package = build(str(tmp_path / "hf"), ep="cpu", dtype="int4", int4_lm_head=True, progress=False)
+    reference = dequantized_copy(model, head_bits=bits)
+    expected = TransformersReference(reference).run(PROMPT, mask, STEPS)
+    package = build(
+        str(tmp_path / "hf"), ep="cpu", dtype="int4", int4_head_bits=bits, progress=False
+    )
     assert package.lowering.fusions["int4_embeddings"] == 1
     package.save(tmp_path / "onnx", progress=False)
-    ops = [n.op_type for n in onnx.load(tmp_path / "onnx" / "model.onnx").graph.node]
+    graph = onnx.load(tmp_path / "onnx" / "model.onnx").graph
+    ops = [n.op_type for n in graph.node]
     assert "GatherBlockQuantized" in ops and "Gather" not in ops
+    bits_of = {
+        n.op_type: next(a.i for a in n.attribute if a.name == "bits")
+        for n in graph.node
+        if n.op_type == "GatherBlockQuantized" or "lm_head" in n.name or "embed" in n.name
+    }
+    assert set(bits_of.values()) == {bits}, bits_of
     actual = OnnxDecoder(tmp_path / "onnx").run(PROMPT, mask, STEPS)
     cosine, relative, _ = _compare(expected, actual)
     assert cosine >= BOUNDS["int4"]["cosine"] and relative <= BOUNDS["int4"]["relative"]

@@ -59,7 +59,7 @@ def test_a_missing_fusion_fails_the_build(monkeypatch):
 @pytest.mark.parametrize("ep", ["default", "cpu"])
 def test_int4_lm_head_is_quantized_and_logits_keep_their_name(ep, tmp_path):
     plain = build(str(TINY_LLAMA), ep=ep, dtype="int4", progress=False)
-    with_head = build(str(TINY_LLAMA), ep=ep, dtype="int4", int4_lm_head=True, progress=False)
+    with_head = build(str(TINY_LLAMA), ep=ep, dtype="int4", int4_head_bits=4, progress=False)
     assert with_head.lowering.fusions["int4_matmuls"] == plain.lowering.fusions["int4_matmuls"] + 1
     with_head.save(tmp_path, progress=False)
     session = ort.InferenceSession(str(tmp_path / "model.onnx"), providers=["CPUExecutionProvider"])
@@ -71,7 +71,7 @@ def test_tied_lm_head_gets_an_int4_copy(ep, tmp_path):
     folder = tmp_path / "hf"
     make_checkpoint("qwen2", folder)  # tied embeddings
     plain = build(str(folder), ep=ep, dtype="int4", progress=False)
-    with_head = build(str(folder), ep=ep, dtype="int4", int4_lm_head=True, progress=False)
+    with_head = build(str(folder), ep=ep, dtype="int4", int4_head_bits=4, progress=False)
     assert with_head.lowering.fusions["int4_matmuls"] == plain.lowering.fusions["int4_matmuls"] + 1
     with_head.save(tmp_path / "onnx", progress=False)
     prompt = np.arange(3, 10)[None]

@@ -18,7 +18,7 @@ from converter import build
 from converter.config import ArchitectureConfig
 from converter.errors import ConfigError, WeightsError
 from converter.lowering import count_ops
-from converter.quantize import quantize_q4
+from converter.quantize import quantize_blocks
 from converter.validate.reference import TransformersReference
 from converter.validate.runtime import OnnxDecoder
 from tests.parity.cases import CASES
@@ -45,7 +45,7 @@ def _experts_dequantized(model, symmetric: bool = True, block: int = 32):
         for param in copied.parameters():
             if param.dim() == 3:
                 for expert in param:
-                    values = quantize_q4(np.ascontiguousarray(expert.numpy()), block, symmetric)
+                    values = quantize_blocks(np.ascontiguousarray(expert.numpy()), block, symmetric)
                     expert.copy_(torch.from_numpy(values.dequantize()))
     return copied
 

@@ -330,10 +330,10 @@ def declared_fusions(module, plan, fusion: str) -> int:
 
 
 def tied_head_fusions(cfg: ArchitectureConfig, plan) -> dict[str, int]:
-    """With `--int4-lm-head`, a head tied to the embeddings multiplies by an int4 copy of the
-    table, and EPs with GatherBlockQuantized read the embedding rows from int4 too."""
+    """int4 builds (unless the head stays float) multiply a head tied to the embeddings by a
+    quantized copy of the table, and EPs with GatherBlockQuantized read quantized rows too."""
     int4 = plan.int4
-    if int4 is None or not int4.lm_head:
+    if int4 is None or int4.head_bits is None:
         return {}
     return {
         "int4_matmuls": int(cfg.tie_word_embeddings),

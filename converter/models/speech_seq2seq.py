@@ -38,7 +38,7 @@ class SpeechSeq2SeqModel(Seq2SeqModel):
         """With --int4-lm-head, a head tied to the tokens multiplies by an int4 copy of them."""
         int4, head = plan.int4, getattr(self, self.head_name)
         tied_head = self.decodes and head is None
-        return {"int4_matmuls": 1} if tied_head and int4 is not None and int4.lm_head else {}
+        return {"int4_matmuls": 1} if tied_head and int4 is not None and int4.head_bits else {}
 
     def logits(self, op, hidden):
         head = getattr(self, self.head_name)
