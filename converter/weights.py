@@ -379,7 +379,7 @@ def _listing(what: str, names: list[str]) -> str:
 
 
 def _lazy_cast(ref: TensorRef, dtype: ir.DataType) -> SourceTensor:
-    if math.prod(ref.shape) == 0:
+    if not ref.shape or math.prod(ref.shape) == 0:  # scalars and empty tensors: no bands
         return SourceTensor(ref.load, dtype, ref.shape, ref.name)
     return SourceTensor.of_rows(ref.rows(), dtype, ref.name)
 

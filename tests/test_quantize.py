@@ -200,7 +200,7 @@ def matmul_nbits(x: np.ndarray, q: BlockWeight, accuracy_level: int) -> np.ndarr
         domain="com.microsoft",
         K=q.k,
         N=q.n,
-        bits=4,
+        bits=q.bits,
         block_size=q.block_size,
         accuracy_level=accuracy_level,
     )
@@ -323,3 +323,29 @@ def test_speed_report(shape):
             seconds = min(seconds, time.perf_counter() - start)
         kind = "sym" if symmetric else "asym"
         print(f"quantize {shape} {kind}: {seconds:.3f} s, {w.nbytes / seconds / 1e6:.0f} MB/s")
+
+
+# -- 8 bits (int4 builds' LM head and token table) ----------------------------------------------
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize(("n", "k", "block_size"), ORT_CASES)
+def test_8_bit_blocks_round_trip_and_run_in_onnxruntime(n, k, block_size, symmetric):
+    w = random_weight((n, k))
+    q = quantize_blocks(w, block_size, symmetric, bits=8)
+    n_blocks = -(-k // block_size)
+    assert q.packed.shape == (n, n_blocks, block_size) and q.bits == 8
+    restored = q.dequantize()
+    assert np.all(np.abs(restored - w) <= block_scales(q) * (0.5 + 1e-5))
+    four = quantize_blocks(w, block_size, symmetric)
+    assert np.abs(restored - w).max() < np.abs(four.dequantize() - w).max() / 8
+    if symmetric:
+        assert q.zero_points is None and q.codes().min() >= 1  # -127..127 around 128
+    else:
+        assert q.zero_points.shape == (n, n_blocks)
+    x = activations(k)
+    expected = x @ restored.T
+    assert_close(matmul_nbits(x, q, accuracy_level=0), expected, 1e-5)
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    assert_close(dq_matmul(x, q, plain), expected, 1e-5)

@@ -35,8 +35,10 @@ class Int4:
             raise MobiusError(f"int4 head bits {self.head_bits} must be 4 or 8 (or float)")
 
     @property
-    def head_block_size(self) -> int:
-        """8-bit rows keep their precision over long blocks: 128 (the largest) saves scales."""
+    def table_block_size(self) -> int:
+        """An embedding table of its own (not the head's): gathered 8-bit rows keep their
+        precision over long blocks, so 128 (the largest) saves scales. The head keeps the
+        int4 blocks: MatMulNBits quantizes its activations per weight block."""
         return 128 if self.head_bits == 8 else self.block_size
 
 
@@ -68,15 +70,16 @@ def quantize_matmuls(
         head = bool(tied) or weight.name in heads
         if weight.name in float_only or (head and int4.head_bits is None):
             continue
+        bits = int4.head_bits if head else 4
         if ep.has(MATMUL_NBITS):
             quantized = quantizers.setdefault(
-                weight.name, _LazyQ4(weight.const_value, layout_nk, int4, head=head)
+                weight.name, _LazyQ4(weight.const_value, layout_nk, int4, bits=bits)
             )
             _to_matmul_nbits(graph, node, weight.name, quantized, ep, act)
             model.opset_imports.setdefault(MS_DOMAIN, 1)
         else:
             quantized = dequantizers.get(weight.name) or _LazyQ4(
-                weight.const_value, layout_nk, int4, to_dequantize_linear, head
+                weight.const_value, layout_nk, int4, to_dequantize_linear, bits
             )
             dequantizers[weight.name] = quantized
             _to_dequantize_linear(graph, node, weight.name, quantized, act)
@@ -107,7 +110,9 @@ def quantize_embedding(
         weight = node.inputs[0] if node.op_type == "Gather" and node.domain == "" else None
         if weight is None or weight.name != table or not is_initializer(weight):
             continue
-        q = quantizers.get(weight.name) or _LazyQ4(weight.const_value, True, int4, head=True)
+        q = quantizers.get(weight.name) or _LazyQ4(
+            weight.const_value, True, int4, bits=int4.head_bits, block_size=int4.table_block_size
+        )
         swap(graph, node, _gather_q4(graph, node, weight, q, act))
         if not weight.uses():
             graph.initializers.pop(weight.name)
@@ -173,17 +178,22 @@ def _tied_head_of(node: ir.Node):
 
 
 class _LazyQ4(LazyResult):
-    """One weight's block quantization (int4; a `head`'s at `int4.head_bits`), computed on
-    first use and served by parts (packed values, scales, zero points) in the encoding `form`
-    picks them from."""
+    """One weight's block quantization (`bits`, blocks of `block_size`: int4's by default),
+    computed on first use and served by parts (packed values, scales, zero points) in the
+    encoding `form` picks them from."""
 
     def __init__(
-        self, source: ir.TensorProtocol, layout_nk: bool, int4: Int4, form=None, head=False
+        self,
+        source: ir.TensorProtocol,
+        layout_nk: bool,
+        int4: Int4,
+        form=None,
+        bits: int = 4,
+        block_size: int | None = None,
     ):
         super().__init__(self._quantize)
         self.source, self.layout_nk, self.int4 = source, layout_nk, int4
-        self.bits = int4.head_bits if head else 4
-        self.block_size = int4.head_block_size if head else int4.block_size
+        self.bits, self.block_size = bits, block_size or int4.block_size
         self.form = form or (lambda q4: q4)  # the encoding the parts are picked from
         self.initializers: dict[str, list[ir.Value]] = {}  # per kernel, shared by its nodes
         dims = source.shape.dims

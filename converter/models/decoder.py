@@ -266,6 +266,7 @@ class DecoderLM(nn.Module):
     body_name = "model"
     head_name = "lm_head"
     head_bias = False
+    gathers_tokens = True  # False where another graph embeds the tokens (a VLM's decoder)
 
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
@@ -298,7 +299,8 @@ class DecoderLM(nn.Module):
         return found
 
     def expected_fusions(self, plan) -> dict[str, int]:
-        return tied_head_fusions(self.cfg, plan)
+        fusions = tied_head_fusions(self.cfg, plan)
+        return fusions if self.gathers_tokens else {**fusions, "int4_embeddings": 0}
 
     def forward(self, op, inputs: DecoderInputs):
         hidden, presents = self.body(op, inputs)
