@@ -271,10 +271,10 @@ def decode(package: Path, prompt: list[int], repeat: int) -> dict:
     return {**best, "runs_tokens_per_s": [r["tokens_per_s"] for r in runs]}
 
 
-def mobius_cmd(src: Path, out: Path, ep: str, dtype: str, int4_lm_head: bool) -> list[str]:
+def mobius_cmd(src: Path, out: Path, ep: str, dtype: str, head_bits: str = "8") -> list[str]:
     args = ["build", "--model", str(src), "--output", str(out), "--ep", ep, "--dtype", dtype]
-    if int4_lm_head and dtype == "int4":
-        args.append("--int4-lm-head")
+    if dtype == "int4":
+        args += ["--int4-head-bits", head_bits]
     return [sys.executable, "-m", "mobius", *args, "--no-progress"]
 
 
@@ -297,7 +297,7 @@ def run_bench(args: argparse.Namespace) -> dict:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "checkpoint": {"path": str(source), "bytes": sum(f.stat().st_size for f in files)},
         "mobius_ep": args.mobius_ep,
-        "int4_lm_head": args.int4_lm_head,
+        "int4_head_bits": args.int4_head_bits,
         "raw_read": raw_read(files),
     }
     log(f"raw read: {results['raw_read']['wall_s']:.2f} s ({results['raw_read']['evict']})")
@@ -306,7 +306,7 @@ def run_bench(args: argparse.Namespace) -> dict:
             name = f"{tool}-{dtype}"
             out, cache = outputs / name, outputs / f"{name}.cache"
             if tool == "mobius":
-                cmd = mobius_cmd(source, out, args.mobius_ep, dtype, args.int4_lm_head)
+                cmd = mobius_cmd(source, out, args.mobius_ep, dtype, args.int4_head_bits)
             else:
                 cmd = builder_cmd(source, out, dtype.replace("f32", "fp32"), cache)
             runs = [measure(name, cmd, [out, cache], files, logs) for _ in range(args.repeat)]
@@ -389,9 +389,10 @@ def main() -> int:
     )
     parser.add_argument("--mobius-ep", default="cpu", help="mobius --ep (default: %(default)s)")
     parser.add_argument(
-        "--int4-lm-head",
-        action="store_true",
-        help="mobius int4 also quantizes the (tied) lm_head, as the builder's int4 does",
+        "--int4-head-bits",
+        default="8",
+        choices=("8", "4", "float"),
+        help="mobius int4's head and embedding bits (4: as the builder's int4 quantizes them)",
     )
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     args = parser.parse_args()

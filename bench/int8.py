@@ -35,7 +35,7 @@ def run_bench(args: argparse.Namespace) -> dict:
     results: dict = {"ep": args.ep, "checkpoint_bytes": sum(f.stat().st_size for f in files)}
     for dtype in DTYPES:
         out = outputs / dtype
-        cmd = mobius_cmd(source, out, args.ep, dtype, int4_lm_head=False)
+        cmd = mobius_cmd(source, out, args.ep, dtype)
         runs = [measure(f"mobius-{dtype}", cmd, [out], files, logs) for _ in range(args.repeat)]
         best = min(runs, key=lambda r: (not r["ok"], r["wall_s"]))
         results[dtype] = {**best, "walls_s": [r["wall_s"] for r in runs]}

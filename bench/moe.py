@@ -246,7 +246,7 @@ def run_bench(args: argparse.Namespace) -> dict:
     def command(key: str, out: Path) -> list[str]:
         if key == "builder":
             return builder_cmd(sources[key], out, "int4", out.with_suffix(".cache"))
-        return mobius_cmd(sources[key], out, "cpu", "int4", int4_lm_head=True)
+        return mobius_cmd(sources[key], out, "cpu", "int4", head_bits="4")
 
     runs: dict[str, list[dict]] = {key: [] for key in sources}
     for round_ in range(args.repeat):  # alternate, so a burst of other load hits both

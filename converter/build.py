@@ -44,7 +44,7 @@ def build(
     progress: bool = True,
     int4_block_size: int = 32,
     int4_symmetric: bool = True,
-    int4_lm_head: bool = False,
+    int4_head_bits: int | None = 8,
     task=None,
     features=None,
     release: bool = False,
@@ -55,7 +55,8 @@ def build(
     `ep` picks the graph (`default`: portable standard ops; `cpu`, `cuda`, `dml`,
     `webgpu`: that EP's fused kernels); `dtype` is f32, f16, bf16, int8 (dynamic int8:
     int8 weights, activations quantized at run time) or int4 (int4 weights with the EP's
-    activation dtype). Unsupported pairs fail before any download. `task`
+    activation dtype; the LM head and token table in blocks of `int4_head_bits`, 8 or 4, None
+    keeping them float). Unsupported pairs fail before any download. `task`
     names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
     `features` names build features (converter/features.py: `["text-only"]`,
@@ -67,7 +68,7 @@ def build(
     """
     execution_provider(ep, dtype)  # unsupported pairs and features fail before any download
     static_cache_size(parse_features(features), task, max_seq_len)
-    int4 = Int4(int4_block_size, int4_symmetric, int4_lm_head) if dtype == "int4" else None
+    int4 = Int4(int4_block_size, int4_symmetric, int4_head_bits) if dtype == "int4" else None
     source = resolve_source(model, revision=revision, token=token, progress=progress)
     return build_source(
         source,
@@ -171,7 +172,7 @@ def olive_plan(olive, provider, dtype: str) -> Int4:
             f", which execution provider {provider.name!r} does not have"
         )
     wide = olive.model_wide
-    return Int4(wide.block_size, wide.symmetric, prequantized=True)
+    return Int4(wide.block_size, wide.symmetric, head_bits=None, prequantized=True)  # head: float
 
 
 def read_config(path) -> dict:

@@ -34,11 +34,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     b.add_argument("--ep", default="default", choices=tuple(EXECUTION_PROVIDERS))
     b.add_argument("--int4-block-size", type=int, default=32, choices=(16, 32, 64, 128))
     b.add_argument("--int4-asymmetric", action="store_true", help="int4 with per-block zero points")
-    b.add_argument(
-        "--int4-lm-head",
-        action="store_true",
-        help="also quantize the lm_head (and the embedding where the EP can) to int4",
-    )
+    _head_bits_option(b)
     b.add_argument(
         "--task",
         choices=sorted(TASKS),
@@ -86,11 +82,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         choices=(16, 32, 64, 128),
         help="int4 block (32 keeps Q4_0 blocks as they are; others requantize them)",
     )
-    g.add_argument(
-        "--int4-lm-head",
-        action="store_true",
-        help="also quantize the lm_head (and the embedding where the EP can) to int4",
-    )
+    _head_bits_option(g)
     g.add_argument(
         "--release",
         action="store_true",
@@ -140,13 +132,27 @@ def _build(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         int4_block_size=args.int4_block_size,
         int4_symmetric=not args.int4_asymmetric,
-        int4_lm_head=args.int4_lm_head,
+        int4_head_bits=_head_bits(args),
         task=args.task,
         features=args.features,
         release=args.release,
         max_seq_len=args.max_seq_len,
     )
     return _saved(package, args)
+
+
+def _head_bits_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--int4-head-bits",
+        default="8",
+        choices=("8", "4", "float"),
+        help="int4 builds: bits of the LM head and the token embedding (where the EP can "
+        "gather quantized rows); default 8",
+    )
+
+
+def _head_bits(args: argparse.Namespace) -> int | None:
+    return None if args.int4_head_bits == "float" else int(args.int4_head_bits)
 
 
 def _build_gguf(args: argparse.Namespace) -> int:
@@ -157,7 +163,7 @@ def _build_gguf(args: argparse.Namespace) -> int:
         ep=args.ep,
         dtype=args.dtype,
         int4_block_size=args.int4_block_size,
-        int4_lm_head=args.int4_lm_head,
+        int4_head_bits=_head_bits(args),
         release=args.release,
     )
     return _saved(package, args)

@@ -29,7 +29,7 @@ from converter.config.olive import OliveQuantization, Projection
 from converter.dtypes import NUMPY_OF
 from converter.errors import WeightsError
 from converter.packed_bits import packed_width, padding_is_zero, unpack_codes
-from converter.quantize import Q4Weight, cast_scales
+from converter.quantize import BlockWeight, cast_scales
 from converter.weights import Assembly, Checkpoint, Packing
 
 QWEIGHT, SCALES, QZEROS = "_qweight", "_scales", "_qzeros"
@@ -86,10 +86,10 @@ def _linear(name: str, shape, checkpoint: Checkpoint, spec: Projection, act) -> 
     parts = _parts(checkpoint, name, spec, (n,), k, act)
     has_zero_points = len(parts) == 3
 
-    def q4(arrays) -> Q4Weight:
+    def q4(arrays) -> BlockWeight:
         zero_points = arrays[2] if has_zero_points else None
         packed = arrays[0].reshape(n, blocks, block // 2)
-        return Q4Weight(packed, arrays[1], zero_points, k, block)
+        return BlockWeight(packed, arrays[1], zero_points, k, block)
 
     return Assembly(
         parts,

@@ -1,16 +1,18 @@
-"""Block-wise round-to-nearest (RTN) 4-bit weight quantization.
+"""Block-wise round-to-nearest (RTN) weight quantization to 4 or 8 bits.
 
 A Linear weight in Hugging Face layout ``W[N, K]`` (out_features, in_features) is split along K
 into blocks of ``block_size`` values; each block gets one scale (and, when asymmetric, one zero
-point) and every value becomes a 4-bit code ``q`` in 0..15 with ``w ~ (q - zero_point) * scale``.
+point) and every value becomes a code ``q`` in 0..2^bits-1 with ``w ~ (q - zero_point) * scale``.
+The formulas below are for 4 bits; 8 bits replace 7, 8 and 15 by 127, 128 and 255.
 
 Two encodings of the same codes:
 
-* :class:`Q4Weight` holds the ``com.microsoft.MatMulNBits`` inputs: ``B`` uint8
-  ``[N, n_blocks, block_size // 2]`` (two codes per byte, the even K index in the low nibble; K is
-  zero-padded up to a whole block), ``scales [N, n_blocks]`` and, when asymmetric, packed
-  ``zero_points [N, ceil(n_blocks / 2)]`` (block ``2j`` in the low nibble). Symmetric weights
-  carry no zero points: the kernel's default is 8.
+* :class:`BlockWeight` holds the ``com.microsoft.MatMulNBits`` inputs: ``B`` uint8
+  ``[N, n_blocks, block_size * bits / 8]`` (4 bits: two codes per byte, the even K index in the
+  low nibble; K is zero-padded up to a whole block), ``scales [N, n_blocks]`` and, when
+  asymmetric, ``zero_points`` (4 bits: ``[N, ceil(n_blocks / 2)]``, block ``2j`` in the low
+  nibble; 8 bits: ``[N, n_blocks]``). Symmetric weights carry no zero points: the kernel's
+  default is 2^(bits-1).
 * :func:`to_dequantize_linear` gives the standard-ONNX form for the portable graph,
   ``MatMul(x, DequantizeLinear(values, scales, zero_points, axis=0, block_size=block_size))``.
 
@@ -38,7 +40,7 @@ from numpy.typing import DTypeLike
 from converter.errors import WeightsError
 
 BLOCK_SIZES = (16, 32, 64, 128)
-SYMMETRIC_ZERO_POINT = 8
+BITS = (4, 8)
 DEQUANTIZE_LINEAR_AXIS = 0  # the blocked axis of to_dequantize_linear's [K, N] values
 
 # Rows are quantized in chunks of about this many values so that the float32 temporaries stay
@@ -48,14 +50,19 @@ _TINY = np.float32(np.finfo(np.float32).tiny)  # smaller scales would overflow 1
 
 
 @dataclass(frozen=True)
-class Q4Weight:
-    """One weight quantized to 4 bits, in ``com.microsoft.MatMulNBits`` layout."""
+class BlockWeight:
+    """One weight quantized to `bits` bits, in ``com.microsoft.MatMulNBits`` layout."""
 
-    packed: np.ndarray  # uint8 [N, n_blocks, block_size // 2]
+    packed: np.ndarray  # uint8 [N, n_blocks, block_size * bits / 8]
     scales: np.ndarray  # float32 [N, n_blocks]
-    zero_points: np.ndarray | None  # uint8 [N, ceil(n_blocks / 2)]; None: symmetric (8)
+    zero_points: np.ndarray | None  # uint8 (see the module doc); None: symmetric
     k: int  # original K (in_features) before padding to whole blocks
     block_size: int
+    bits: int = 4
+
+    @property
+    def symmetric_zero_point(self) -> int:
+        return 1 << (self.bits - 1)
 
     @property
     def n(self) -> int:
@@ -66,13 +73,15 @@ class Q4Weight:
         return self.packed.shape[1]
 
     def codes(self) -> np.ndarray:
-        """The unpacked 4-bit codes, uint8 [N, n_blocks, block_size]."""
-        return _unpack_nibbles(self.packed)
+        """The unpacked codes, uint8 [N, n_blocks, block_size]."""
+        return _unpack_nibbles(self.packed) if self.bits == 4 else self.packed
 
     def zero_point_codes(self) -> np.ndarray:
-        """The per-block zero points, uint8 [N, n_blocks] (8 everywhere when symmetric)."""
+        """The per-block zero points, uint8 [N, n_blocks] (2^(bits-1) when symmetric)."""
         if self.zero_points is None:
-            return np.full((self.n, self.n_blocks), SYMMETRIC_ZERO_POINT, np.uint8)
+            return np.full((self.n, self.n_blocks), self.symmetric_zero_point, np.uint8)
+        if self.bits == 8:
+            return self.zero_points
         return _unpack_nibbles(self.zero_points)[:, : self.n_blocks]
 
     def dequantize(self, scale_dtype: DTypeLike = np.float32) -> np.ndarray:
@@ -88,8 +97,13 @@ class Q4Weight:
         return values.reshape(self.n, -1)[:, : self.k]
 
 
-def quantize_q4(weight: np.ndarray, block_size: int = 32, symmetric: bool = True) -> Q4Weight:
-    """Quantize ``weight`` [N, K] (any float dtype, memory maps included) along K."""
+def quantize_blocks(
+    weight, block_size: int = 32, symmetric: bool = True, bits: int = 4
+) -> BlockWeight:
+    """Quantize ``weight`` [N, K] (any float dtype; an array or anything sliced by rows, such
+    as converter.rows.Rows) along K."""
+    if bits not in BITS:
+        raise ValueError(f"bits must be one of {BITS}, got {bits}")
     if block_size not in BLOCK_SIZES:
         raise ValueError(f"block_size must be one of {BLOCK_SIZES}, got {block_size}")
     if weight.ndim != 2 or 0 in weight.shape:
@@ -98,21 +112,21 @@ def quantize_q4(weight: np.ndarray, block_size: int = 32, symmetric: bool = True
         raise ValueError(f"expected a floating-point weight, got {weight.dtype}")
     n, k = weight.shape
     n_blocks = -(-k // block_size)
-    packed = np.empty((n, n_blocks, block_size // 2), np.uint8)
+    packed = np.empty((n, n_blocks, block_size * bits // 8), np.uint8)
     scales = np.empty((n, n_blocks), np.float32)
     zero_points = None if symmetric else np.empty((n, n_blocks), np.uint8)
     rows = max(1, _CHUNK_VALUES // (n_blocks * block_size))
     for start in range(0, n, rows):  # each chunk is fully vectorized; see _CHUNK_VALUES
         part = slice(start, start + rows)
         zp_out = None if zero_points is None else zero_points[part]
-        _quantize_rows(weight[part], block_size, packed[part], scales[part], zp_out)
+        _quantize_rows(weight[part], block_size, bits, packed[part], scales[part], zp_out)
     if not np.isfinite(scales).all():
         raise ValueError("weight contains NaN or infinite values (or a block range over float32)")
-    if zero_points is not None:
+    if zero_points is not None and bits == 4:
         if n_blocks % 2:
             zero_points = np.pad(zero_points, ((0, 0), (0, 1)))
         zero_points = _pack_nibbles(zero_points)
-    return Q4Weight(packed, scales, zero_points, k, block_size)
+    return BlockWeight(packed, scales, zero_points, k, block_size, bits)
 
 
 def cast_scales(scales: np.ndarray, dtype: DTypeLike, name: str) -> np.ndarray:
@@ -131,31 +145,37 @@ def cast_scales(scales: np.ndarray, dtype: DTypeLike, name: str) -> np.ndarray:
     return converted
 
 
-def from_codes(codes: np.ndarray, scales: np.ndarray, k: int) -> Q4Weight:
+def from_codes(codes: np.ndarray, scales: np.ndarray, k: int) -> BlockWeight:
     """Symmetric 4-bit blocks given as they are (zero point 8, as the MatMulNBits default):
     ``codes`` uint8 [N, n_blocks, block_size] in 0..15, ``scales`` float32 [N, n_blocks]. For
     weights already quantized elsewhere (a GGUF Q4_0 tensor), kept without requantizing."""
     n, n_blocks, block_size = codes.shape
     packed = _pack_nibbles(codes).reshape(n, n_blocks, block_size // 2)
-    return Q4Weight(packed, np.ascontiguousarray(scales, np.float32), None, k, block_size)
+    return BlockWeight(packed, np.ascontiguousarray(scales, np.float32), None, k, block_size)
 
 
-def to_dequantize_linear(q: Q4Weight) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def to_dequantize_linear(q: BlockWeight) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The standard-ONNX form: ``(values [K, N], scales [n_blocks, N], zero_points | None)``.
 
     Use as ``MatMul(x, DequantizeLinear(values, scales, zero_points, axis=0,
     block_size=q.block_size))``: [K, N] is MatMul's right-hand layout, so no Transpose runs, and
     the blocks run along axis 0 (K). K is not padded (MatMul needs exactly K rows); the last
     block may be partial, as blocked DequantizeLinear allows (n_blocks = ceil(K / block_size)).
-    Symmetric codes become ``ml_dtypes.int4`` values ``q - 8`` with no zero point (default 0);
-    asymmetric ones ``ml_dtypes.uint4`` with ``uint4`` zero points [n_blocks, N]. onnx_ir.Tensor
-    takes these arrays as INT4/UINT4 and packs two per byte itself. Scales stay float32: cast them
-    to the activation dtype, which DequantizeLinear then outputs.
+    Symmetric codes become signed values ``q - 2^(bits-1)`` (``ml_dtypes.int4`` or int8) with no
+    zero point (default 0); asymmetric ones unsigned (``ml_dtypes.uint4`` or uint8) with zero
+    points of that type [n_blocks, N]. onnx_ir.Tensor takes 4-bit arrays as INT4/UINT4 and packs
+    two per byte itself. Scales stay float32: cast them to the activation dtype, which
+    DequantizeLinear then outputs.
     """
     symmetric = q.zero_points is None
-    offset = SYMMETRIC_ZERO_POINT if symmetric else 0
-    codes = _unpack_transposed(q.packed.reshape(q.n, -1), offset)[: q.k]
+    offset = q.symmetric_zero_point if symmetric else 0
     scales = np.ascontiguousarray(q.scales.T)
+    if q.bits == 8:
+        codes = (q.packed.reshape(q.n, -1)[:, : q.k] - np.uint8(offset)).T
+        if symmetric:
+            return np.ascontiguousarray(codes.view(np.int8)), scales, None
+        return np.ascontiguousarray(codes), scales, np.ascontiguousarray(q.zero_points.T)
+    codes = _unpack_transposed(q.packed.reshape(q.n, -1), offset)[: q.k]
     if symmetric:
         return codes.view(np.int8).view(ml_dtypes.int4), scales, None
     zero_points = _unpack_transposed(q.zero_points)[: q.n_blocks]
@@ -165,6 +185,7 @@ def to_dequantize_linear(q: Q4Weight) -> tuple[np.ndarray, np.ndarray, np.ndarra
 def _quantize_rows(
     weight: np.ndarray,
     block_size: int,
+    bits: int,
     packed: np.ndarray,
     scales: np.ndarray,
     zero_points: np.ndarray | None,
@@ -187,26 +208,27 @@ def _quantize_rows(
     high = values.max(axis=0)
     low = values.min(axis=0)
     scale = scales.reshape(-1)
+    top, middle = (1 << bits) - 1, 1 << (bits - 1)
     if zero_points is None:
         np.maximum(high, np.negative(low, out=low), out=high)
-        np.divide(high, 7, out=scale)
+        np.divide(high, middle - 1, out=scale)
     else:
         np.maximum(high, 0, out=high)
         np.minimum(low, 0, out=low)
-        np.divide(high - low, 15, out=scale)
+        np.divide(high - low, top, out=scale)
     inverse = np.zeros_like(scale)
     np.divide(1, scale, out=inverse, where=scale >= _TINY)
     values *= inverse
     if zero_points is None:
-        values += SYMMETRIC_ZERO_POINT
+        values += middle
     else:
-        offset = np.clip(np.rint(-low * inverse), 0, 15)
+        offset = np.clip(np.rint(-low * inverse), 0, top)
         zero_points.reshape(-1)[...] = offset
         values += offset
     np.rint(values, out=values)
-    np.clip(values, 0, 15, out=values)
-    codes = values.astype(np.uint8)
-    packed[...] = _pack_nibbles(codes.T).reshape(packed.shape)
+    np.clip(values, 0, top, out=values)
+    codes = values.astype(np.uint8).T
+    packed[...] = (_pack_nibbles(codes) if bits == 4 else codes).reshape(packed.shape)
 
 
 def _pack_nibbles(codes: np.ndarray) -> np.ndarray:

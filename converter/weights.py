@@ -1,9 +1,9 @@
 """Safetensors checkpoints, read lazily and bound strictly by name.
 
 Headers are parsed here (not by a framework) so every offset, shape and size is
-checked against the file before a byte of tensor data is touched. Tensor data is
-memory-mapped and cast one tensor at a time while the package is written, so
-peak memory stays near one tensor, not one model.
+checked against the file before a byte of tensor data is touched. Tensor data is read,
+cast and written a band of rows at a time while the package is written (converter/rows.py),
+so peak memory stays near a few bands, not one tensor.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import onnx_ir as ir
 from converter.dtypes import NUMPY_OF
 from converter.errors import WeightsError
 from converter.repo_files import INDEX, PICKLE_SUFFIXES
+from converter.rows import FileRows, Rows, write_rows
 
 _MAX_DIMS = 8
 # Header caps, summed over a checkpoint's shards and checked on the raw bytes before any JSON
@@ -69,6 +70,10 @@ class TensorRef:
     @property
     def nbytes(self) -> int:
         return math.prod(self.shape) * _DTYPES[self.dtype].itemsize
+
+    def rows(self) -> FileRows:
+        """The tensor, read by bands of rows."""
+        return FileRows(self.file, self.offset, self.shape, _DTYPES[self.dtype])
 
     def load(self) -> np.ndarray:
         """A read-only memory map of the tensor (no copy)."""
@@ -408,8 +413,10 @@ def _listing(what: str, names: list[str]) -> str:
 
 
 def _lazy_cast(ref: TensorRef, dtype: ir.DataType) -> SourceTensor:
-    packed = getattr(ref, "packed", None)  # a GGUF Q4_0 tensor's blocks; safetensors refs have none
-    return SourceTensor(ref.load, dtype, ref.shape, ref.name, packed)
+    packed = getattr(ref, "packed", None)  # a GGUF Q4_0 tensor's blocks
+    if not hasattr(ref, "rows") or not ref.shape or math.prod(ref.shape) == 0:
+        return SourceTensor(ref.load, dtype, ref.shape, ref.name, packed)  # (no bands)
+    return SourceTensor.of_rows(ref.rows(), dtype, ref.name, packed=packed)
 
 
 class SourceTensor(ir.LazyTensor):
@@ -417,12 +424,23 @@ class SourceTensor(ir.LazyTensor):
     dtype; the cast to `dtype` happens last. Passes that transpose, concatenate or quantize
     compose on `source` so they touch the narrow checkpoint dtype, not a cast copy.
     `packed`: the weight's pre-quantized form (an Olive projection, a GGUF Q4_0 tensor), for
-    the passes that bind it as it is."""
+    the passes that bind it as it is. With `rows` (the same values, read by bands;
+    `transposed`: their transpose) it is written a band at a time."""
 
-    __slots__ = ("packed", "source")
+    __slots__ = ("packed", "rows", "source", "transposed")
 
-    def __init__(self, source, dtype: ir.DataType, shape, name: str, packed: Packed | None = None):
+    def __init__(
+        self,
+        source,
+        dtype: ir.DataType,
+        shape,
+        name: str,
+        packed: Packed | None = None,
+        rows=None,
+        transposed=False,
+    ):
         self.source, self.packed = source, packed
+        self.rows, self.transposed = rows, transposed
         target = NUMPY_OF[dtype]
 
         def load() -> ir.Tensor:
@@ -433,7 +451,30 @@ class SourceTensor(ir.LazyTensor):
 
         super().__init__(load, dtype=dtype, shape=ir.Shape(shape), name=name)
 
+    @classmethod
+    def of_rows(
+        cls, rows: Rows, dtype: ir.DataType, name: str, transposed=False, packed=None
+    ) -> SourceTensor:
+        """The tensor `rows` hold (their transpose with `transposed`), written by bands."""
+        if transposed:
+            whole = lambda: np.ascontiguousarray(rows.array().T)  # noqa: E731
+            return cls(whole, dtype, rows.shape[::-1], name, packed, rows, transposed=True)
+        return cls(rows.array, dtype, rows.shape, name, packed, rows)
+
+    def tofile(self, file) -> None:
+        if self.rows is None:
+            super().tofile(file)
+        else:
+            write_rows(file, self.rows, NUMPY_OF[self.dtype], self.transposed)
+
 
 def source_array(tensor: ir.TensorProtocol) -> np.ndarray:
     """A tensor's values, in the checkpoint dtype when it is a SourceTensor."""
     return tensor.source() if isinstance(tensor, SourceTensor) else tensor.numpy()
+
+
+def source_rows(tensor: ir.TensorProtocol) -> Rows | np.ndarray:
+    """A tensor's values read by bands where it can be (else its whole array)."""
+    if isinstance(tensor, SourceTensor) and tensor.rows is not None and not tensor.transposed:
+        return tensor.rows
+    return source_array(tensor)

@@ -201,10 +201,11 @@ def render_execution_providers() -> str:
         "`lowering.fallbacks`.",
         "",
         "int4 is block-wise round-to-nearest weight quantization (block 32 by default; "
-        "`--int4-block-size 16|64|128`, `--int4-asymmetric` for zero points). Embeddings "
-        "and the lm_head stay in the activation dtype unless `--int4-lm-head` is given "
-        "(a head tied to the embeddings then gets an int4 copy); with it, EPs that have "
-        "`GatherBlockQuantized` also read the token embedding from int4 rows. "
+        "`--int4-block-size 16|64|128`, `--int4-asymmetric` for zero points). The lm_head is "
+        "quantized to 8-bit blocks (`--int4-head-bits 4` for 4 bits, `float` to keep it in "
+        "the activation dtype; a head tied to the embeddings gets a quantized copy), and EPs "
+        "that have "
+        "`GatherBlockQuantized` read the token embedding from 8-bit rows too (blocks of 128). "
         "On GPU EPs int4 means q4f16: int4 "
         "weights with f16 activations.",
         "",

@@ -55,7 +55,7 @@ def test_weights_above_the_cap_go_to_the_data_file_the_libraries_fetch(
 
 def test_int4_lm_head_flag_builds_an_encoder_on_cpu(checkpoint, tmp_path):
     """The flag quantizes decoders' token tables; an encoder keeps its table float."""
-    package = build(str(checkpoint), ep="cpu", dtype="int4", int4_lm_head=True, progress=False)
+    package = build(str(checkpoint), ep="cpu", dtype="int4", int4_head_bits=4, progress=False)
     out = package.save(tmp_path, progress=False)
     ops = {n.op_type for n in package.components[0].model.graph}
     assert "MatMulNBits" in ops and "GatherBlockQuantized" not in ops

@@ -30,13 +30,14 @@ RNG = np.random.default_rng(1)
 PROMPT = RNG.integers(3, 128, size=(1, 7))
 STEPS = [RNG.integers(3, 128, size=(1, 1)) for _ in range(3)]
 # Measured on these configs (worst): f16 cosine 0.99999, rel 0.2%, top-1 100%; int4 cosine
-# 0.9995, rel 2.3%, top-1 80% (random logits have near ties; int4 activations are int8 on CPU);
+# 0.9988, rel 2.9%, top-1 80% (random logits have near ties; int4 activations are int8 on CPU,
+# the 8-bit head's too: the head adds the most, as it reads the final norm's large values);
 # int8 cosine 0.9964, rel 5.5%, top-1 80% (its activations are rounded to uint8 with one scale
 # per tensor, coarser than int4's blocks of 32).
 BOUNDS = {
     "f16": {"cosine": 0.9999, "relative": 0.01, "top1": 0.9},
     "int8": {"cosine": 0.99, "relative": 0.1, "top1": 0.6},
-    "int4": {"cosine": 0.999, "relative": 0.05, "top1": 0.6},
+    "int4": {"cosine": 0.998, "relative": 0.05, "top1": 0.6},
 }
 # The quantized dtypes and the op their weight MatMuls become on fused EPs.
 QUANTIZED_OP = {"int8": "MatMulInteger", "int4": "MatMulNBits"}
@@ -58,6 +59,10 @@ def family(request, tmp_path_factory):
         "f16": TransformersReference(model).run(PROMPT, mask, STEPS),
         "int8": TransformersReference(int8_dequantized_copy(model)).run(PROMPT, mask, STEPS),
         "int4": TransformersReference(dequantized_copy(model)).run(PROMPT, mask, STEPS),
+        # the portable graph gathers float rows (no GatherBlockQuantized)
+        "int4-default": TransformersReference(dequantized_copy(model, embedding=False)).run(
+            PROMPT, mask, STEPS
+        ),
     }
     return folder, model.config, references
 
@@ -90,7 +95,8 @@ def test_runs_on_cpu_within_bounds(family, ep, dtype):
         # tests/test_moe.py.
         assert all(np.isfinite(step).all() for step in actual)
         return
-    cosine, relative, top1 = _compare(references[dtype], actual)
+    reference = references.get(f"{dtype}-{ep}", references[dtype])
+    cosine, relative, top1 = _compare(reference, actual)
     print(f"{ep}/{dtype}: min cosine {cosine:.6f}, max rel diff {relative:.4f}, top-1 {top1:.2f}")
     bounds = BOUNDS[dtype]
     assert cosine >= bounds["cosine"] and relative <= bounds["relative"]
@@ -145,16 +151,27 @@ def test_gpu_variants_are_checked_structurally_not_executed(family, ep, dtype):
         assert not [line for line in report["unsupported_ops"] if any(c in line for c in chain)]
 
 
+@pytest.mark.parametrize("bits", [8, 4])
 @pytest.mark.parametrize("case", ["llama", "qwen2"])  # untied and tied lm_head
-def test_int4_lm_head_and_embedding_are_exact_up_to_rounding(case, tmp_path):
+def test_int4_lm_head_and_embedding_are_exact_up_to_rounding(case, bits, tmp_path):
     model = make_checkpoint(case, tmp_path / "hf")
     mask = np.ones_like(PROMPT)
-    expected = TransformersReference(dequantized_copy(model, tables=True)).run(PROMPT, mask, STEPS)
-    package = build(str(tmp_path / "hf"), ep="cpu", dtype="int4", int4_lm_head=True, progress=False)
+    reference = dequantized_copy(model, head_bits=bits)
+    expected = TransformersReference(reference).run(PROMPT, mask, STEPS)
+    package = build(
+        str(tmp_path / "hf"), ep="cpu", dtype="int4", int4_head_bits=bits, progress=False
+    )
     assert package.lowering.fusions["int4_embeddings"] == 1
     package.save(tmp_path / "onnx", progress=False)
-    ops = [n.op_type for n in onnx.load(tmp_path / "onnx" / "model.onnx").graph.node]
+    graph = onnx.load(tmp_path / "onnx" / "model.onnx").graph
+    ops = [n.op_type for n in graph.node]
     assert "GatherBlockQuantized" in ops and "Gather" not in ops
+    bits_of = {
+        n.op_type: next(a.i for a in n.attribute if a.name == "bits")
+        for n in graph.node
+        if n.op_type == "GatherBlockQuantized" or "lm_head" in n.name or "embed" in n.name
+    }
+    assert set(bits_of.values()) == {bits}, bits_of
     actual = OnnxDecoder(tmp_path / "onnx").run(PROMPT, mask, STEPS)
     cosine, relative, _ = _compare(expected, actual)
     assert cosine >= BOUNDS["int4"]["cosine"] and relative <= BOUNDS["int4"]["relative"]

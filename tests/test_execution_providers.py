@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 
@@ -56,24 +57,41 @@ def test_a_missing_fusion_fails_the_build(monkeypatch):
         build(str(TINY_LLAMA), ep="cpu", dtype="f32", progress=False)
 
 
+def _head_bits(package_dir: Path) -> dict[str, int]:
+    """The bits of each quantized op reading the head or the token table."""
+    graph = onnx.load(package_dir / "model.onnx", load_external_data=False).graph
+    return {
+        node.name: next(a.i for a in node.attribute if a.name == "bits")
+        for node in graph.node
+        if node.op_type in ("MatMulNBits", "GatherBlockQuantized")
+        and any(part in node.name for part in ("lm_head", "embed", "Gemm"))
+    }
+
+
 @pytest.mark.parametrize("ep", ["default", "cpu"])
 def test_int4_lm_head_is_quantized_and_logits_keep_their_name(ep, tmp_path):
-    plain = build(str(TINY_LLAMA), ep=ep, dtype="int4", progress=False)
-    with_head = build(str(TINY_LLAMA), ep=ep, dtype="int4", int4_lm_head=True, progress=False)
-    assert with_head.lowering.fusions["int4_matmuls"] == plain.lowering.fusions["int4_matmuls"] + 1
-    with_head.save(tmp_path, progress=False)
-    session = ort.InferenceSession(str(tmp_path / "model.onnx"), providers=["CPUExecutionProvider"])
-    assert session.get_outputs()[0].name == "logits"
+    kept = build(str(TINY_LLAMA), ep=ep, dtype="int4", int4_head_bits=None, progress=False)
+    for bits in (8, 4):
+        head = build(str(TINY_LLAMA), ep=ep, dtype="int4", int4_head_bits=bits, progress=False)
+        assert head.lowering.fusions["int4_matmuls"] == kept.lowering.fusions["int4_matmuls"] + 1
+        head.save(tmp_path / str(bits), progress=False)
+        providers = ["CPUExecutionProvider"]
+        session = ort.InferenceSession(
+            str(tmp_path / str(bits) / "model.onnx"), providers=providers
+        )
+        assert session.get_outputs()[0].name == "logits"
+        if ep == "cpu":
+            assert set(_head_bits(tmp_path / str(bits)).values()) == {bits}
 
 
 @pytest.mark.parametrize("ep", ["default", "cpu"])
-def test_tied_lm_head_gets_an_int4_copy(ep, tmp_path):
+def test_tied_lm_head_gets_a_quantized_copy(ep, tmp_path):
     folder = tmp_path / "hf"
     make_checkpoint("qwen2", folder)  # tied embeddings
-    plain = build(str(folder), ep=ep, dtype="int4", progress=False)
-    with_head = build(str(folder), ep=ep, dtype="int4", int4_lm_head=True, progress=False)
-    assert with_head.lowering.fusions["int4_matmuls"] == plain.lowering.fusions["int4_matmuls"] + 1
-    with_head.save(tmp_path / "onnx", progress=False)
+    kept = build(str(folder), ep=ep, dtype="int4", int4_head_bits=None, progress=False)
+    head = build(str(folder), ep=ep, dtype="int4", progress=False)  # 8-bit by default
+    assert head.lowering.fusions["int4_matmuls"] == kept.lowering.fusions["int4_matmuls"] + 1
+    head.save(tmp_path / "onnx", progress=False)
     prompt = np.arange(3, 10)[None]
     logits = OnnxDecoder(tmp_path / "onnx").run(prompt, np.ones_like(prompt), [])[0]
     assert logits.shape == (1, 7, 128) and np.isfinite(logits).all()
@@ -120,3 +138,11 @@ def test_a_softcap_the_kernel_ignores_keeps_standard_attention():
     dml, cuda = EXECUTION_PROVIDERS["dml"], EXECUTION_PROVIDERS["cuda"]
     assert "ignores softcap" in dml.gqa_unsupported_reason(16, "f16", softcap=True)
     assert cuda.gqa_unsupported_reason(16, "f16", softcap=True) is None
+
+
+@pytest.mark.parametrize("ep", ["default", "cpu", "cuda", "dml", "webgpu"])
+def test_int4_head_keeps_the_logits_output_typed(ep, tmp_path):
+    """The quantized head's node replaces the MatMul whose output is the graph's logits: the
+    output keeps its type and shape (the ONNX checker rejects an untyped graph output)."""
+    package = build(str(TINY_LLAMA), ep=ep, dtype="int4", progress=False)
+    onnx.checker.check_model(str(package.save(tmp_path, progress=False) / "model.onnx"))

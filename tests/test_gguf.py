@@ -78,10 +78,10 @@ def test_logits_match_transformers(arch, kind, ep, tmp_path):
 
 def test_q4_0_becomes_cpu_int4_with_its_own_blocks(tmp_path):
     """Llama's q/k rows (stored permuted) and q/k/v packed into one MatMulNBits on cpu: every
-    MatMulNBits (and, with int4_lm_head, the head's and the embedding's GatherBlockQuantized)
+    MatMulNBits (and, with int4_head_bits=4, the head's and the embedding's GatherBlockQuantized)
     holds the GGUF's 4-bit codes and f16 scales, re-paired into the kernel's byte order."""
     model, path = _model_and_file("llama", "Q4_0", tmp_path)
-    package = build_gguf(path, ep="cpu", dtype="int4", int4_lm_head=True)
+    package = build_gguf(path, ep="cpu", dtype="int4", int4_head_bits=4)
     package.save(tmp_path / "out", progress=False)
     saved = ir.load(tmp_path / "out" / "model.onnx").graph
     blocks = _gguf_blocks_by_hf_name(path, model.config)

@@ -1,6 +1,6 @@
 """int4 where the input size is not a multiple of the block size (96 wide, blocks of 64): the
 partial last block is quantized and read back by every int4 kernel, MatMulNBits (cpu),
-DequantizeLinear (default) and GatherBlockQuantized (cpu, --int4-lm-head), so the graph equals
+DequantizeLinear (default) and GatherBlockQuantized (cpu, --int4-head-bits 4), so the graph equals
 transformers with each quantized weight replaced by its dequantized value.
 
 Both sides run with float32 activations (the cpu record's int8 accuracy level and onnxruntime's
@@ -73,13 +73,13 @@ def test_partial_last_block_is_exact(model, ep, lm_head, kernels, symmetric):
         dtype="int4",
         int4_block_size=BLOCK,
         int4_symmetric=symmetric,
-        int4_lm_head=lm_head,
+        int4_head_bits=4 if lm_head else None,
         progress=False,
     )
     assert kernels <= {n.op_type for n in package.model.graph}
     out = folder / f"{ep}-{symmetric}"
     package.save(out, progress=False)
-    dequantized = dequantized_copy(reference, BLOCK, symmetric, tables=lm_head)
+    dequantized = dequantized_copy(reference, BLOCK, symmetric, 4 if lm_head else None)
     expected = TransformersReference(dequantized).run(PROMPT, np.ones_like(PROMPT), STEPS)
     diffs = [float(np.abs(e - a).max()) for e, a in zip(expected, _run_unfused(out), strict=True)]
     print(f"{ep} symmetric={symmetric}: max abs diff per call {diffs}")

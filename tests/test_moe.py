@@ -18,7 +18,7 @@ from converter import build
 from converter.config import ArchitectureConfig
 from converter.errors import ConfigError, WeightsError
 from converter.lowering import count_ops
-from converter.quantize import quantize_q4
+from converter.quantize import quantize_blocks
 from converter.validate.reference import TransformersReference
 from converter.validate.runtime import OnnxDecoder
 from tests.parity.cases import CASES
@@ -39,13 +39,14 @@ def mixtral(tmp_path_factory):
 
 def _experts_dequantized(model, symmetric: bool = True, block: int = 32):
     """transformers with its Linear weights and each expert's [out, in] slice of the stacked
-    expert parameters replaced by their int4 round trip (routers, not Linear, stay float)."""
-    copied = dequantized_copy(model, block, symmetric)
+    expert parameters replaced by their int4 round trip (routers, not Linear, stay float; so
+    do the head and the embedding, which the builds compared with keep float)."""
+    copied = dequantized_copy(model, block, symmetric, head_bits=None)
     with torch.no_grad():
         for param in copied.parameters():
             if param.dim() == 3:
                 for expert in param:
-                    values = quantize_q4(np.ascontiguousarray(expert.numpy()), block, symmetric)
+                    values = quantize_blocks(np.ascontiguousarray(expert.numpy()), block, symmetric)
                     expert.copy_(torch.from_numpy(values.dequantize()))
     return copied
 
@@ -62,7 +63,12 @@ def test_cpu_int4_runs_experts_in_qmoe(case, block, tmp_path):
     pick on random weights). A wrong nibble order or block layout would scramble the logits."""
     model = make_checkpoint(case, tmp_path / "hf")
     package = build(
-        str(tmp_path / "hf"), ep="cpu", dtype="int4", int4_block_size=block, progress=False
+        str(tmp_path / "hf"),
+        ep="cpu",
+        dtype="int4",
+        int4_block_size=block,
+        int4_head_bits=None,
+        progress=False,
     )
     ops = count_ops(package.model)
     sparse = sum(package.config.moe.sparse_layers)
@@ -91,7 +97,12 @@ def test_default_int4_reads_expert_stacks_through_dequantize_linear(mixtral, tmp
     from transformers import AutoModelForCausalLM
 
     package = build(
-        str(mixtral), ep="default", dtype="int4", int4_symmetric=symmetric, progress=False
+        str(mixtral),
+        ep="default",
+        dtype="int4",
+        int4_symmetric=symmetric,
+        int4_head_bits=None,  # the experts alone are compared with transformers
+        progress=False,
     )
     layers = package.config.num_hidden_layers
     assert package.lowering.fusions["int4_expert_stacks"] == 2 * layers

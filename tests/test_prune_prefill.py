@@ -108,7 +108,7 @@ def test_a_left_padded_row_gives_the_last_column(family):
 
 @pytest.mark.parametrize("case", ["llama", "gemma2"])  # an untied head; a tied one
 def test_int4_heads_and_fused_kernels(case, tmp_path):
-    """cpu/int4 with --int4-lm-head: MatMulNBits multiplies the one row (a tied table's int4
+    """cpu/int4 with --int4-head-bits 4: MatMulNBits multiplies the one row (a tied table's int4
     copy too), and the logits equal the unpruned int4 build's at the last position."""
     make_checkpoint(case, tmp_path / "hf")
     logits = {}
@@ -117,7 +117,7 @@ def test_int4_heads_and_fused_kernels(case, tmp_path):
             str(tmp_path / "hf"),
             ep="cpu",
             dtype="int4",
-            int4_lm_head=True,
+            int4_head_bits=4,
             features=features,
             progress=False,
         )

@@ -23,7 +23,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from converter import quantize
-from converter.quantize import Q4Weight, quantize_q4, to_dequantize_linear
+from converter.quantize import BlockWeight, quantize_blocks, to_dequantize_linear
 
 SHAPES = [(1, 32), (1, 100), (7, 64), (16, 130), (33, 257), (5, 1000)]
 BLOCKS = [16, 32, 64, 128]
@@ -36,7 +36,7 @@ def random_weight(shape: tuple[int, int], seed: int = 0) -> np.ndarray:
     return (rng.standard_normal(shape) * scale + offset).astype(np.float32)
 
 
-def block_scales(q: Q4Weight) -> np.ndarray:
+def block_scales(q: BlockWeight) -> np.ndarray:
     """Each value's block scale, [N, K]."""
     return np.repeat(q.scales, q.block_size, axis=1)[:, : q.k]
 
@@ -49,7 +49,7 @@ def block_scales(q: Q4Weight) -> np.ndarray:
 @pytest.mark.parametrize("shape", SHAPES)
 def test_round_trip_within_half_step(shape, block_size, symmetric):
     w = random_weight(shape)
-    q = quantize_q4(w, block_size, symmetric)
+    q = quantize_blocks(w, block_size, symmetric)
     n, k = shape
     n_blocks = -(-k // block_size)
     assert q.packed.shape == (n, n_blocks, block_size // 2) and q.packed.dtype == np.uint8
@@ -75,7 +75,7 @@ def test_zero_and_constant_rows(symmetric):
     w[2] = 1.5
     w[3] = -0.25
     w[4, :32] = 0.0  # one zero block in an otherwise random row
-    q = quantize_q4(w, 32, symmetric)
+    q = quantize_blocks(w, 32, symmetric)
     restored = q.dequantize()
     assert np.isfinite(q.scales).all() and np.isfinite(restored).all()
     assert np.all(restored[1] == 0) and np.all(q.scales[1] == 0)
@@ -85,16 +85,16 @@ def test_zero_and_constant_rows(symmetric):
 
 
 def test_all_zero_weight_and_f16_scales():
-    q = quantize_q4(np.zeros((3, 40), np.float32), 16, symmetric=False)
+    q = quantize_blocks(np.zeros((3, 40), np.float32), 16, symmetric=False)
     assert np.all(q.dequantize(scale_dtype=np.float16) == 0)
 
 
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_deterministic_and_chunk_independent(symmetric, monkeypatch):
     w = random_weight((37, 200), seed=3)
-    first, second = quantize_q4(w, 32, symmetric), quantize_q4(w, 32, symmetric)
+    first, second = quantize_blocks(w, 32, symmetric), quantize_blocks(w, 32, symmetric)
     monkeypatch.setattr(quantize, "_CHUNK_VALUES", 300)  # one row per chunk
-    chunked = quantize_q4(w, 32, symmetric)
+    chunked = quantize_blocks(w, 32, symmetric)
     for other in (second, chunked):
         np.testing.assert_array_equal(first.packed, other.packed)
         np.testing.assert_array_equal(first.scales, other.scales)
@@ -106,8 +106,8 @@ def test_half_precision_inputs_match_float32():
     w = random_weight((8, 72)).astype(np.float16)  # K padded to 96
     for dtype in (np.float16, ml_dtypes.bfloat16):
         low = w.astype(dtype)
-        expected = quantize_q4(low.astype(np.float32), 32, symmetric=False)
-        got = quantize_q4(low, 32, symmetric=False)
+        expected = quantize_blocks(low.astype(np.float32), 32, symmetric=False)
+        got = quantize_blocks(low, 32, symmetric=False)
         np.testing.assert_array_equal(got.packed, expected.packed)
         np.testing.assert_array_equal(got.scales, expected.scales)
 
@@ -115,13 +115,13 @@ def test_half_precision_inputs_match_float32():
 def test_nibble_order():
     w = np.zeros((1, 16), np.float32)
     w[0, :3] = [7.0, -7.0, 1.0]  # scale 1: codes 15, 1, 9, then 8s
-    q = quantize_q4(w, 16)
+    q = quantize_blocks(w, 16)
     assert q.scales[0, 0] == 1.0
     assert q.packed[0, 0].tolist() == [0x1F, 0x89] + [0x88] * 6
     w = np.zeros((1, 48), np.float32)
     w[0, 16:32] = 1.0  # asymmetric blocks: zero points 0 (block 1) and 15 (block 2)
     w[0, 32:48] = -1.0
-    q = quantize_q4(w, 16, symmetric=False)
+    q = quantize_blocks(w, 16, symmetric=False)
     assert q.zero_point_codes()[0].tolist() == [0, 0, 15]
     assert q.zero_points[0].tolist() == [0x00, 0x0F]
 
@@ -131,22 +131,22 @@ def test_nibble_order():
 )
 def test_rejects_bad_weights(weight):
     with pytest.raises(ValueError):
-        quantize_q4(weight)
+        quantize_blocks(weight)
 
 
 def test_rejects_bad_block_size_and_non_finite():
     with pytest.raises(ValueError, match="block_size"):
-        quantize_q4(np.zeros((2, 64), np.float32), block_size=48)
+        quantize_blocks(np.zeros((2, 64), np.float32), block_size=48)
     w = np.ones((2, 64), np.float32)
     w[1, 5] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        quantize_q4(w)
+        quantize_blocks(w)
 
 
 @pytest.mark.parametrize("symmetric", [True, False])
 @pytest.mark.parametrize("shape", [(5, 64), (9, 100)])
 def test_dequantize_linear_form(shape, symmetric):
-    q = quantize_q4(random_weight(shape), 32, symmetric)
+    q = quantize_blocks(random_weight(shape), 32, symmetric)
     values, scales, zero_points = to_dequantize_linear(q)
     k, n = shape[1], shape[0]
     n_blocks = -(-k // 32)
@@ -190,7 +190,7 @@ def run_model(
     return session.run(None, {"x": x})[0]
 
 
-def matmul_nbits(x: np.ndarray, q: Q4Weight, accuracy_level: int) -> np.ndarray:
+def matmul_nbits(x: np.ndarray, q: BlockWeight, accuracy_level: int) -> np.ndarray:
     arrays = {"B": q.packed, "scales": q.scales.astype(x.dtype), "zero_points": q.zero_points}
     inputs = [name for name, array in arrays.items() if array is not None]
     node = helper.make_node(
@@ -200,7 +200,7 @@ def matmul_nbits(x: np.ndarray, q: Q4Weight, accuracy_level: int) -> np.ndarray:
         domain="com.microsoft",
         K=q.k,
         N=q.n,
-        bits=4,
+        bits=q.bits,
         block_size=q.block_size,
         accuracy_level=accuracy_level,
     )
@@ -208,7 +208,7 @@ def matmul_nbits(x: np.ndarray, q: Q4Weight, accuracy_level: int) -> np.ndarray:
     return run_model([node], initializers, x, q.n)
 
 
-def dq_matmul(x: np.ndarray, q: Q4Weight, options: ort.SessionOptions | None) -> np.ndarray:
+def dq_matmul(x: np.ndarray, q: BlockWeight, options: ort.SessionOptions | None) -> np.ndarray:
     values, scales, zero_points = to_dequantize_linear(q)
     arrays = {"values": values, "scales": scales.astype(x.dtype), "zero_points": zero_points}
     inputs = [name for name, array in arrays.items() if array is not None]
@@ -249,7 +249,7 @@ ORT_CASES = [(48, 128, 32), (48, 100, 32), (24, 256, 16), (17, 200, 64), (40, 38
 @pytest.mark.parametrize("symmetric", [True, False])
 @pytest.mark.parametrize(("n", "k", "block_size"), ORT_CASES)
 def test_matmul_nbits_equals_numpy(n, k, block_size, symmetric):
-    q = quantize_q4(random_weight((n, k)), block_size, symmetric)
+    q = quantize_blocks(random_weight((n, k)), block_size, symmetric)
     x = activations(k)
     expected = x @ q.dequantize().T
     assert_close(matmul_nbits(x, q, accuracy_level=0), expected, 1e-5)
@@ -259,7 +259,7 @@ def test_matmul_nbits_equals_numpy(n, k, block_size, symmetric):
 @pytest.mark.parametrize("symmetric", [True, False])
 @pytest.mark.parametrize(("n", "k", "block_size"), ORT_CASES)
 def test_matmul_nbits_f16_equals_numpy(n, k, block_size, symmetric):
-    q = quantize_q4(random_weight((n, k)), block_size, symmetric)
+    q = quantize_blocks(random_weight((n, k)), block_size, symmetric)
     x = activations(k, np.float16)
     expected = x.astype(np.float32) @ q.dequantize(scale_dtype=np.float16).T
     assert_close(matmul_nbits(x, q, accuracy_level=0), expected, 1e-3)
@@ -278,7 +278,7 @@ def fused_options(path: str, accuracy_level: int | None) -> ort.SessionOptions:
 @pytest.mark.parametrize("symmetric", [True, False])
 @pytest.mark.parametrize(("n", "k", "block_size"), ORT_CASES)
 def test_dequantize_linear_matmul_equals_numpy(n, k, block_size, symmetric, tmp_path):
-    q = quantize_q4(random_weight((n, k)), block_size, symmetric)
+    q = quantize_blocks(random_weight((n, k)), block_size, symmetric)
     x = activations(k)
     expected = x @ q.dequantize().T
     # Unoptimized: onnxruntime's CPU DequantizeLinear (blocked, INT4/UINT4) then MatMul.
@@ -299,7 +299,7 @@ def test_dequantize_linear_matmul_equals_numpy(n, k, block_size, symmetric, tmp_
 
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_dequantize_linear_matmul_f16(symmetric):
-    q = quantize_q4(random_weight((48, 100)), 32, symmetric)
+    q = quantize_blocks(random_weight((48, 100)), 32, symmetric)
     x = activations(100, np.float16)
     expected = x.astype(np.float32) @ q.dequantize(scale_dtype=np.float16).T
     plain = ort.SessionOptions()
@@ -319,7 +319,33 @@ def test_speed_report(shape):
         seconds = float("inf")
         for _ in range(repeats):
             start = time.perf_counter()
-            quantize_q4(w, 32, symmetric)
+            quantize_blocks(w, 32, symmetric)
             seconds = min(seconds, time.perf_counter() - start)
         kind = "sym" if symmetric else "asym"
-        print(f"quantize_q4 {shape} {kind}: {seconds:.3f} s, {w.nbytes / seconds / 1e6:.0f} MB/s")
+        print(f"quantize {shape} {kind}: {seconds:.3f} s, {w.nbytes / seconds / 1e6:.0f} MB/s")
+
+
+# -- 8 bits (int4 builds' LM head and token table) ----------------------------------------------
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize(("n", "k", "block_size"), ORT_CASES)
+def test_8_bit_blocks_round_trip_and_run_in_onnxruntime(n, k, block_size, symmetric):
+    w = random_weight((n, k))
+    q = quantize_blocks(w, block_size, symmetric, bits=8)
+    n_blocks = -(-k // block_size)
+    assert q.packed.shape == (n, n_blocks, block_size) and q.bits == 8
+    restored = q.dequantize()
+    assert np.all(np.abs(restored - w) <= block_scales(q) * (0.5 + 1e-5))
+    four = quantize_blocks(w, block_size, symmetric)
+    assert np.abs(restored - w).max() < np.abs(four.dequantize() - w).max() / 8
+    if symmetric:
+        assert q.zero_points is None and q.codes().min() >= 1  # -127..127 around 128
+    else:
+        assert q.zero_points.shape == (n, n_blocks)
+    x = activations(k)
+    expected = x @ restored.T
+    assert_close(matmul_nbits(x, q, accuracy_level=0), expected, 1e-5)
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    assert_close(dq_matmul(x, q, plain), expected, 1e-5)

@@ -8,7 +8,7 @@ from onnxscript import nn
 
 class Linear(nn.Module):
     """torch.nn.Linear: `weight` is [out, in]; a save-time pass stores it pre-transposed.
-    A `head` (the LM head) becomes int4 only when asked (`--int4-lm-head`), never int8."""
+    A `head` (the LM head) gets int4 builds' head bits (`--int4-head-bits`), never int8."""
 
     def __init__(
         self,

@@ -33,7 +33,7 @@ def build_gguf(
     ep: str = "default",
     dtype: str = "f32",
     int4_block_size: int = 32,
-    int4_lm_head: bool = False,
+    int4_head_bits: int | None = 8,
     release: bool = False,
 ) -> ModelPackage:
     """Convert a GGUF file (llama.cpp's format) into an ONNX package (not yet saved).
@@ -43,7 +43,7 @@ def build_gguf(
     become the MatMulNBits (or DequantizeLinear) weights as they are, without requantizing.
     """
     execution_provider(ep, dtype)
-    int4 = Int4(int4_block_size, True, int4_lm_head) if dtype == "int4" else None
+    int4 = Int4(int4_block_size, True, int4_head_bits) if dtype == "int4" else None
     gguf = open_gguf(path)
     config = hf_config(gguf)
     checkpoint = gguf_checkpoint(gguf, config)

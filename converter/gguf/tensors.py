@@ -20,7 +20,7 @@ from converter.config.olive import Projection
 from converter.errors import WeightsError
 from converter.gguf.config import GEMMA, ROPE_FACTORS, ROPE_FREQS
 from converter.gguf.reader import GgufFile, GgufTensor
-from converter.quantize import Q4Weight, from_codes
+from converter.quantize import BlockWeight, from_codes
 from converter.weights import Checkpoint, Packed
 
 FLOAT_TYPES = {"F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16}
@@ -153,7 +153,7 @@ def _q4_blocks(tensor: GgufTensor, rows: np.ndarray | None) -> Packed:
     the low nibble of byte j and code j + 16 in its high nibble."""
     n, k = tensor.shape
 
-    def q4() -> Q4Weight:
+    def q4() -> BlockWeight:
         blocks = np.asarray(tensor.data).reshape(n, k // Q4_0_BLOCK, 18)
         if rows is not None:
             blocks = blocks[rows]

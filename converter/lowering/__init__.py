@@ -80,9 +80,9 @@ class Plan:
 
     def quantized_matmuls(self, count: int = 1, head: bool = False) -> dict[str, int]:
         """`count` MatMuls by weights, as a module declares them: an LM head's weights are
-        quantized only with --int4-lm-head (int8 keeps heads float)."""
+        quantized by int4 builds unless --int4-head-bits float (int8 keeps heads float)."""
         name = self.matmul_fusion
-        if name is None or (head and (self.int4 is None or not self.int4.lm_head)):
+        if name is None or (head and (self.int4 is None or self.int4.head_bits is None)):
             return {}
         return {name: count}
 
@@ -146,7 +146,7 @@ def lower(component: Component, plan: Plan, float_type: ir.DataType) -> Lowering
             model, stacks, int4, float_type
         )
         # (decoders: their token table; encoders keep theirs float)
-        if int4.lm_head and ep.has(GATHER_Q4) and hasattr(module, "embedding_table"):
+        if int4.head_bits and ep.has(GATHER_Q4) and hasattr(module, "embedding_table"):
             table = module.embedding_table().name
             report.fusions["int4_embeddings"] = quantize_embedding(
                 model, table, int4, float_type, quantizers

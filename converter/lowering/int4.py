@@ -1,5 +1,6 @@
 """int4 passes: MatMul weights to MatMulNBits (or the standard DequantizeLinear form), the
-embedding table to GatherBlockQuantized; quantized lazily while the package is written."""
+embedding table to GatherBlockQuantized; quantized lazily while the package is written. The
+LM head and the token table get their own precision (8-bit blocks by default)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,19 @@ from converter.execution_providers import MATMUL_NBITS, ExecutionProvider
 from converter.lowering.lazy import LazyResult, lazy_initializer, swap
 from converter.lowering.matmul_weights import weight_of
 from converter.lowering.passes import MS_DOMAIN, is_initializer
-from converter.quantize import DEQUANTIZE_LINEAR_AXIS, quantize_q4, to_dequantize_linear
-from converter.weights import source_array
+from converter.quantize import DEQUANTIZE_LINEAR_AXIS, quantize_blocks, to_dequantize_linear
+from converter.weights import source_array, source_rows
 
 
 @dataclass(frozen=True)
 class Int4:
-    """int4 weight quantization settings (block-wise round-to-nearest)."""
+    """int4 weight quantization settings (block-wise round-to-nearest). `head_bits`: the LM
+    head's and the token table's (where the EP gathers quantized rows) bits, 8 or 4; None
+    keeps them in the activation dtype. A head tied to the table gets a quantized copy."""
 
     block_size: int = 32
     symmetric: bool = True
-    lm_head: bool = False  # also quantize the lm_head (a tied one gets an int4 copy)
+    head_bits: int | None = 8
     # the checkpoint holds the weights packed (converter/olive_weights.py): they are bound as
     # they are, and a float weight is refused rather than quantized here
     prequantized: bool = False
@@ -31,6 +34,15 @@ class Int4:
     def __post_init__(self) -> None:
         if self.block_size not in (16, 32, 64, 128):
             raise MobiusError(f"int4 block size {self.block_size} must be 16, 32, 64 or 128")
+        if self.head_bits not in (None, 4, 8):
+            raise MobiusError(f"int4 head bits {self.head_bits} must be 4 or 8 (or float)")
+
+    @property
+    def table_block_size(self) -> int:
+        """An embedding table of its own (not the head's): gathered 8-bit rows keep their
+        precision over long blocks, so 128 (the largest) saves scales. The head keeps the
+        int4 blocks: MatMulNBits quantizes its activations per weight block."""
+        return 128 if self.head_bits == 8 else self.block_size
 
 
 def quantize_matmuls(
@@ -45,35 +57,37 @@ def quantize_matmuls(
     """MatMul by a weight initializer -> int4 weights, lazily quantized while written.
 
     EPs with MatMulNBits get that kernel; the portable graph gets the standard
-    `MatMul(x, DequantizeLinear(int4 values, scales))`. The LM head's weights (`heads`) only
-    with `int4.lm_head`; never those in `float_only` (MoE routers). Returns how many were
+    `MatMul(x, DequantizeLinear(int4 values, scales))`. The LM head's weights (`heads`) get
+    `int4.head_bits`; those in `float_only` (MoE routers) stay float. Returns how many were
     quantized.
     """
     graph, count = model.graph, 0
     dequantizers: dict[str, _LazyQ4] = {}
     for node in list(graph):
         found = weight_of(node) if node.op_type == "MatMul" and node.domain == "" else None
-        if found is None and int4.lm_head:
-            found = _tied_head_of(node)
-        if found is None:
+        tied = found is None and int4.head_bits is not None and _tied_head_of(node)
+        found = found or tied
+        if not found:
             continue
         weight, transpose, layout_nk = found
-        if weight.name in float_only or (weight.name in heads and not int4.lm_head):
+        head = bool(tied) or weight.name in heads
+        if weight.name in float_only or (head and int4.head_bits is None):
             continue
         if int4.prequantized and getattr(weight.const_value, "packed", None) is None:
             raise WeightsError(
                 f"'{weight.name}' is floating point in a checkpoint quantized by Olive, whose "
                 "non-expert projections mobius binds as packed INT4 only (no requantization)"
             )
+        bits = int4.head_bits if head else 4
         if ep.has(MATMUL_NBITS):
             quantized = quantizers.setdefault(
-                weight.name, _LazyQ4(weight.const_value, layout_nk, int4)
+                weight.name, _LazyQ4(weight.const_value, layout_nk, int4, bits=bits)
             )
             _to_matmul_nbits(graph, node, weight.name, quantized, ep, act)
             model.opset_imports.setdefault(MS_DOMAIN, 1)
         else:
             quantized = dequantizers.get(weight.name) or _LazyQ4(
-                weight.const_value, layout_nk, int4, to_dequantize_linear
+                weight.const_value, layout_nk, int4, to_dequantize_linear, bits
             )
             dequantizers[weight.name] = quantized
             _to_dequantize_linear(graph, node, weight.name, quantized, act)
@@ -90,20 +104,23 @@ def quantize_matmuls(
 def quantize_embedding(
     model: ir.Model, table: str, int4: Int4, act: ir.DataType, quantizers: dict[str, _LazyQ4]
 ) -> int:
-    """Gather(embedding table, ids) -> com.microsoft GatherBlockQuantized over int4 rows.
+    """Gather(embedding table, ids) -> com.microsoft GatherBlockQuantized over rows of
+    `int4.head_bits`.
 
-    The packed codes of a MatMulNBits weight are exactly the kernel's uint8 `data` (two
-    4-bit values per byte, low nibble first, zero point 8 when symmetric), reshaped to
-    [rows, columns / 2] once the padding of a partial last block is cut off (the kernel
-    counts ceil(columns / block_size) scales per row). Returns how many Gathers were
-    replaced (0 or 1).
+    The codes of a MatMulNBits weight are exactly the kernel's uint8 `data` (4 bits: two
+    values per byte, low nibble first, zero point 8 when symmetric; 8 bits: one per byte,
+    zero point 128), reshaped to [rows, columns * bits / 8] once the padding of a partial last
+    block is cut off (the kernel counts ceil(columns / block_size) scales per row). Returns
+    how many Gathers were replaced (0 or 1).
     """
     graph = model.graph
     for node in list(graph):
         weight = node.inputs[0] if node.op_type == "Gather" and node.domain == "" else None
         if weight is None or weight.name != table or not is_initializer(weight):
             continue
-        q = quantizers.get(weight.name) or _LazyQ4(weight.const_value, True, int4)
+        q = quantizers.get(weight.name) or _LazyQ4(
+            weight.const_value, True, int4, bits=int4.head_bits, block_size=int4.table_block_size
+        )
         swap(graph, node, _gather_q4(graph, node, weight, q, act))
         if not weight.uses():
             graph.initializers.pop(weight.name)
@@ -114,15 +131,15 @@ def quantize_embedding(
 
 def _gather_q4(graph, gather, weight, q: _LazyQ4, act: ir.DataType) -> ir.Node:
     rows, columns = weight.shape.dims
-    int4 = q.int4
-    base, act_np = f"{weight.name}.gather_q4", act.numpy()
+    width = columns * q.bits // 8
+    base, act_np = f"{weight.name}.gather_q{q.bits}", act.numpy()
     inputs = [
         lazy_initializer(
             graph,
             f"{base}.data",
-            q.part(lambda r: ir.Tensor(r.packed.reshape(rows, -1)[:, : columns // 2])),
+            q.part(lambda r: ir.Tensor(r.packed.reshape(rows, -1)[:, :width])),
             ir.DataType.UINT8,
-            [rows, columns // 2],
+            [rows, width],
         ),
         gather.inputs[1],
         lazy_initializer(
@@ -133,22 +150,22 @@ def _gather_q4(graph, gather, weight, q: _LazyQ4, act: ir.DataType) -> ir.Node:
             [rows, q.blocks],
         ),
     ]
-    if not int4.symmetric:
+    if not q.int4.symmetric:
         inputs.append(
             lazy_initializer(
                 graph,
                 f"{base}.zero_points",
                 q.part(lambda r: ir.Tensor(r.zero_points)),
                 ir.DataType.UINT8,
-                [rows, -(-q.blocks // 2)],
+                [rows, q.zero_point_width],
             )
         )
     return ir.node(
         "GatherBlockQuantized",
         inputs,
         attributes={
-            "bits": 4,
-            "block_size": int4.block_size,
+            "bits": q.bits,
+            "block_size": q.block_size,
             "gather_axis": 0,
             "quantize_axis": 1,
         },
@@ -169,31 +186,53 @@ def _tied_head_of(node: ir.Node):
 
 
 class _LazyQ4(LazyResult):
-    """One weight's int4 quantization, computed on first use and served by parts (packed
-    values, scales, zero points) in the encoding `form` picks them from."""
+    """One weight's block quantization (`bits`, blocks of `block_size`: int4's by default),
+    computed on first use and served by parts (packed values, scales, zero points) in the
+    encoding `form` picks them from."""
 
-    def __init__(self, source: ir.TensorProtocol, layout_nk: bool, int4: Int4, form=None):
+    def __init__(
+        self,
+        source: ir.TensorProtocol,
+        layout_nk: bool,
+        int4: Int4,
+        form=None,
+        bits: int = 4,
+        block_size: int | None = None,
+    ):
         super().__init__(self._quantize)
         self.source, self.layout_nk, self.int4 = source, layout_nk, int4
+        self.bits, self.block_size = bits, block_size or int4.block_size
         self.form = form or (lambda q4: q4)  # the encoding the parts are picked from
         self.initializers: dict[str, list[ir.Value]] = {}  # per kernel, shared by its nodes
         dims = source.shape.dims
         self.n, self.k = dims if layout_nk else dims[::-1]
-        self.blocks = -(-self.k // int4.block_size)
+        self.blocks = -(-self.k // self.block_size)
+
+    @property
+    def zero_point_width(self) -> int:
+        """Bytes of zero points per row: 4-bit ones are packed two to a byte."""
+        return -(-self.blocks // 2) if self.bits == 4 else self.blocks
 
     def _quantize(self):
         packed = getattr(self.source, "packed", None)
-        if packed is not None and self.layout_nk and _keeps(packed.info, self.int4):
+        if packed is not None and self.layout_nk and _keeps(packed.info, self):
             return self.form(packed.load())  # already quantized alike: bound as it is
-        weight = source_array(self.source)
-        weight = weight if self.layout_nk else np.ascontiguousarray(weight.T)
-        return self.form(quantize_q4(weight, self.int4.block_size, self.int4.symmetric))
+        if self.layout_nk:
+            weight = source_rows(self.source)
+        else:
+            weight = np.ascontiguousarray(source_array(self.source).T)
+        quantized = quantize_blocks(weight, self.block_size, self.int4.symmetric, self.bits)
+        return self.form(quantized)
 
 
-def _keeps(info, int4: Int4) -> bool:
+# DequantizeLinear's value types by bits: (symmetric, asymmetric)
+_DQ_TYPES = {4: (ir.DataType.INT4, ir.DataType.UINT4), 8: (ir.DataType.INT8, ir.DataType.UINT8)}
+
+
+def _keeps(info, q: _LazyQ4) -> bool:
     """Blocks a checkpoint already holds (`info`: converter.config.olive's Projection) are the
-    ones these int4 settings would make."""
-    return (info.bits, info.symmetric, info.block_size) == (4, int4.symmetric, int4.block_size)
+    ones `q`'s settings would make."""
+    return (info.bits, info.symmetric, info.block_size) == (q.bits, q.int4.symmetric, q.block_size)
 
 
 def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act) -> None:
@@ -206,8 +245,8 @@ def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act
         attributes={
             "K": q.k,
             "N": q.n,
-            "bits": 4,
-            "block_size": q.int4.block_size,
+            "bits": q.bits,
+            "block_size": q.block_size,
             "accuracy_level": ep.int4_accuracy_level,
         },
         domain=MS_DOMAIN,
@@ -218,14 +257,13 @@ def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act
 
 def _nbits_initializers(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
     act_np = act.numpy()
-    bs = q.int4.block_size
     values = [
         lazy_initializer(
             graph,
-            f"{name}.q4",
+            f"{name}.q{q.bits}",
             q.part(lambda r: ir.Tensor(r.packed)),
             ir.DataType.UINT8,
-            [q.n, q.blocks, bs // 2],
+            [q.n, q.blocks, q.block_size * q.bits // 8],
         ),
         lazy_initializer(
             graph,
@@ -242,7 +280,7 @@ def _nbits_initializers(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
                 f"{name}.zero_points",
                 q.part(lambda r: ir.Tensor(r.zero_points)),
                 ir.DataType.UINT8,
-                [q.n, -(-q.blocks // 2)],
+                [q.n, q.zero_point_width],
             )
         )
     return values
@@ -254,7 +292,7 @@ def _to_dequantize_linear(graph, matmul, name, q: _LazyQ4, act) -> None:
     dq = ir.node(
         "DequantizeLinear",
         q.initializers["dq"],
-        attributes={"axis": DEQUANTIZE_LINEAR_AXIS, "block_size": q.int4.block_size},
+        attributes={"axis": DEQUANTIZE_LINEAR_AXIS, "block_size": q.block_size},
         name=f"{matmul.name}/dq",
     )
     graph.insert_before(matmul, dq)
@@ -263,7 +301,8 @@ def _to_dequantize_linear(graph, matmul, name, q: _LazyQ4, act) -> None:
 
 def _dq_initializers(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
     act_np = act.numpy()
-    values_type = ir.DataType.INT4 if q.int4.symmetric else ir.DataType.UINT4
+    signed, unsigned = _DQ_TYPES[q.bits]
+    values_type = signed if q.int4.symmetric else unsigned
 
     def pick_values(r):
         return ir.Tensor(r[0], dtype=values_type)
@@ -272,20 +311,20 @@ def _dq_initializers(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
         return ir.Tensor(r[1].astype(act_np), dtype=act)
 
     values = [
-        lazy_initializer(graph, f"{name}.q4", q.part(pick_values), values_type, [q.k, q.n]),
+        lazy_initializer(graph, f"{name}.q{q.bits}", q.part(pick_values), values_type, [q.k, q.n]),
         lazy_initializer(graph, f"{name}.scales", q.part(pick_scales), act, [q.blocks, q.n]),
     ]
     if not q.int4.symmetric:
 
         def pick_zero_points(r):
-            return ir.Tensor(r[2], dtype=ir.DataType.UINT4)
+            return ir.Tensor(r[2], dtype=unsigned)
 
         values.append(
             lazy_initializer(
                 graph,
                 f"{name}.zero_points",
                 q.part(pick_zero_points),
-                ir.DataType.UINT4,
+                unsigned,
                 [q.blocks, q.n],
             )
         )

@@ -56,7 +56,8 @@ def lazy_initializer(graph: ir.Graph, name: str, compute, dtype, dims) -> ir.Val
 def swap(graph: ir.Graph, old: ir.Node, new: ir.Node) -> None:
     """Replace `old` by `new`, keeping the output's name (it may be a graph output)."""
     graph.insert_before(old, new)
-    name = old.outputs[0].name
-    old.outputs[0].replace_all_uses_with(new.outputs[0], replace_graph_outputs=True)
+    name, output = old.outputs[0].name, new.outputs[0]
+    output.type, output.shape = old.outputs[0].type, old.outputs[0].shape  # a graph output's
+    old.outputs[0].replace_all_uses_with(output, replace_graph_outputs=True)
     graph.remove(old, safe=True)
-    new.outputs[0].name = name
+    output.name = name

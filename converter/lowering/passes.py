@@ -11,8 +11,9 @@ from collections import Counter
 import numpy as np
 import onnx_ir as ir
 
-from converter.quantize import Q4Weight
-from converter.weights import Packed, SourceTensor, source_array
+from converter.quantize import BlockWeight
+from converter.rows import ConcatRows, Rows
+from converter.weights import Packed, SourceTensor, source_array, source_rows
 
 MS_DOMAIN = "com.microsoft"
 
@@ -40,15 +41,21 @@ def fold_packed_weights(model: ir.Model) -> int:
             continue
         axis = node.attributes.get_int("axis", 0)
         tensors = [p.const_value for p in parts]
-
-        def concat(tensors=tensors, axis=axis) -> np.ndarray:
-            return np.concatenate([source_array(t) for t in tensors], axis=axis)
-
-        dims = list(parts[0].shape.dims)
-        dims[axis] = sum(p.shape.dims[axis] for p in parts)
         name = _packed_name([p.name for p in parts])
         packed = _packed_rows(tensors) if axis == 0 else None
-        value = _replace_with_initializer(graph, node, name, concat, tensors[0].dtype, dims, packed)
+        rows = [source_rows(t) for t in tensors]
+        if all(isinstance(r, Rows) for r in rows):
+            dtype = tensors[0].dtype
+            folded = SourceTensor.of_rows(ConcatRows(rows, axis), dtype, name, packed=packed)
+        else:
+
+            def concat(tensors=tensors, axis=axis) -> np.ndarray:
+                return np.concatenate([source_array(t) for t in tensors], axis=axis)
+
+            dims = list(parts[0].shape.dims)
+            dims[axis] = sum(p.shape.dims[axis] for p in parts)
+            folded = SourceTensor(concat, tensors[0].dtype, dims, name, packed)
+        value = _replace_with_initializer(graph, node, folded)
         for other in concats - {node}:
             other.outputs[0].replace_all_uses_with(value)
             graph.remove(other, safe=True)
@@ -60,15 +67,15 @@ def fold_packed_weights(model: ir.Model) -> int:
 
 def _packed_rows(tensors) -> Packed | None:
     """The packed form of [N, K] weights stacked along N, where each is a packed INT4 weight
-    of the same setting (Q4Weight rows: values, scales and zero points stack alike)."""
+    of the same setting (BlockWeight rows: values, scales and zero points stack alike)."""
     packs = [getattr(t, "packed", None) for t in tensors]
     if any(p is None or p.info != packs[0].info for p in packs):
         return None
 
-    def load() -> Q4Weight:
+    def load() -> BlockWeight:
         weights = [p.load() for p in packs]
         zero_points = [w.zero_points for w in weights]
-        return Q4Weight(
+        return BlockWeight(
             np.concatenate([w.packed for w in weights]),
             np.concatenate([w.scales for w in weights]),
             None if zero_points[0] is None else np.concatenate(zero_points),
@@ -92,13 +99,10 @@ def _packed_name(names: list[str]) -> str:
     return f"{prefix}.{'+'.join(s[1] for s in stems)}.{suffix}"
 
 
-def _replace_with_initializer(graph, node, name, source, dtype, dims, packed=None) -> ir.Value:
-    """Replace `node`'s output by an initializer computed by `source()` when written."""
+def _replace_with_initializer(graph, node, tensor: SourceTensor) -> ir.Value:
+    """Replace `node`'s output by an initializer holding `tensor` (computed when written)."""
     value = ir.Value(
-        name=name,
-        shape=ir.Shape(dims),
-        type=ir.TensorType(dtype),
-        const_value=SourceTensor(source, dtype, dims, name, packed),
+        name=tensor.name, shape=tensor.shape, type=ir.TensorType(tensor.dtype), const_value=tensor
     )
     graph.register_initializer(value)
     node.outputs[0].replace_all_uses_with(value)
@@ -120,15 +124,18 @@ def pretranspose(model: ir.Model) -> int:
         if not all(_swaps_rows_and_columns(t) for t in transposes):
             continue
         tensor = weight.const_value
+        rows = source_rows(tensor)
+        if isinstance(rows, Rows):
+            flipped = SourceTensor.of_rows(rows, tensor.dtype, weight.name, transposed=True)
+        else:
 
-        def transposed(tensor=tensor) -> np.ndarray:
-            return np.ascontiguousarray(source_array(tensor).T)
+            def transposed(tensor=tensor) -> np.ndarray:
+                return np.ascontiguousarray(source_array(tensor).T)
 
-        out_dim, in_dim = weight.shape.dims
+            dims = weight.shape.dims[::-1]
+            flipped = SourceTensor(transposed, tensor.dtype, dims, weight.name)
         graph.initializers.pop(weight.name)
-        value = _replace_with_initializer(
-            graph, transposes[0], weight.name, transposed, tensor.dtype, [in_dim, out_dim]
-        )
+        value = _replace_with_initializer(graph, transposes[0], flipped)
         for other in transposes[1:]:
             other.outputs[0].replace_all_uses_with(value)
             graph.remove(other, safe=True)

@@ -284,6 +284,7 @@ class DecoderLM(nn.Module):
     body_name = "model"
     head_name = "lm_head"
     head_bias = False
+    gathers_tokens = True  # False where another graph embeds the tokens (a VLM's decoder)
 
     def __init__(self, cfg: ArchitectureConfig, dtype: ir.DataType, ep: ExecutionProvider):
         super().__init__()
@@ -345,7 +346,8 @@ class DecoderLM(nn.Module):
         return found
 
     def expected_fusions(self, plan) -> dict[str, int]:
-        return tied_head_fusions(self.cfg, plan)
+        fusions = tied_head_fusions(self.cfg, plan)
+        return fusions if self.gathers_tokens else {**fusions, "int4_embeddings": 0}
 
     def forward(self, op, inputs: DecoderInputs):
         hidden, presents = self.body(op, inputs)
@@ -395,10 +397,10 @@ def declared_fusions(module, plan, fusion: str) -> int:
 
 
 def tied_head_fusions(cfg: ArchitectureConfig, plan) -> dict[str, int]:
-    """With `--int4-lm-head`, a head tied to the embeddings multiplies by an int4 copy of the
-    table, and EPs with GatherBlockQuantized read the embedding rows from int4 too."""
+    """int4 builds (unless the head stays float) multiply a head tied to the embeddings by a
+    quantized copy of the table, and EPs with GatherBlockQuantized read quantized rows too."""
     int4 = plan.int4
-    if int4 is None or not int4.lm_head:
+    if int4 is None or int4.head_bits is None:
         return {}
     return {
         "int4_matmuls": int(cfg.tie_word_embeddings),

@@ -214,7 +214,7 @@ class DoryBody(nn.Module):
 class DoryHead(nn.Module):
     """`lm_head` (or the tied embedding table) times a learned per-token `logit_scale`."""
 
-    head = True  # int4 only with --int4-lm-head, never int8
+    head = True  # int4 builds: --int4-head-bits; never int8
 
     def __init__(self, cfg: DoryConfig, dtype: ir.DataType):
         super().__init__()

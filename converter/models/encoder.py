@@ -211,7 +211,8 @@ class BertBody(nn.Module):
 
 class MaskedLMHead(nn.Module):
     """cls.predictions: transform (dense, act, LayerNorm), then the tied word table (or its own
-    `decoder`, an LM head: int4 only with --int4-lm-head, never int8) and the vocabulary bias.
+    `decoder`, an LM head: int4 builds give it --int4-head-bits, never int8) and the vocabulary
+    bias.
     `decoder_bias`: an untied decoder keeps its own bias in place of `bias` (transformers unties
     both when tie_word_embeddings is false)."""
 

@@ -281,7 +281,7 @@ class Body(nn.Module):
 
 class Projection(nn.Module):
     """x times `weight` [in, out] as stored (no transpose): part of the LM head, so float under
-    int8 and int4 only with --int4-lm-head."""
+    int8, and int4 at --int4-head-bits."""
 
     def __init__(self, rows: int, columns: int, dtype: ir.DataType):
         super().__init__()

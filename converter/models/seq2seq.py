@@ -334,10 +334,10 @@ class Seq2SeqModel(Steps):
         return getattr(self, self.body_name)
 
     def expected_fusions(self, plan) -> dict[str, int]:
-        """With --int4-lm-head, a head tied to the table multiplies by an int4 copy of it."""
+        """int4 builds (unless the head stays float) multiply a tied head by a quantized copy."""
         int4 = plan.int4
         tied_head = self.body.decoder is not None and self.cfg.tie_word_embeddings
-        return {"int4_matmuls": 1} if tied_head and int4 is not None and int4.lm_head else {}
+        return {"int4_matmuls": 1} if tied_head and int4 is not None and int4.head_bits else {}
 
     # -- the contract --------------------------------------------------------------------
 

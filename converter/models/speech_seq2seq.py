@@ -35,10 +35,10 @@ class SpeechSeq2SeqModel(Seq2SeqModel):
         setattr(self, self.head_name, self.make_head(cfg, dtype) if self.decodes else None)
 
     def expected_fusions(self, plan) -> dict[str, int]:
-        """With --int4-lm-head, a head tied to the tokens multiplies by an int4 copy of them."""
+        """int4 builds (unless the head stays float) multiply a tied head by a quantized copy."""
         int4, head = plan.int4, getattr(self, self.head_name)
         tied_head = self.decodes and head is None
-        return {"int4_matmuls": 1} if tied_head and int4 is not None and int4.lm_head else {}
+        return {"int4_matmuls": 1} if tied_head and int4 is not None and int4.head_bits else {}
 
     def logits(self, op, hidden):
         head = getattr(self, self.head_name)

@@ -104,6 +104,7 @@ class VisionLanguageModel(nn.Module):
             # scales the merged inputs_embeds keeps its multiplier
             text = replace(cfg.text, embedding_multiplier=1.0) if rows_scaled else cfg.text
             self.language_model = self.make_decoder(text, dtype, ep)
+            self.language_model.gathers_tokens = False  # the embedding graph does
 
     def part(self, which: str) -> VisionLanguageModel:
         """A fresh module for one graph: "vision", "embedding" or "decoder"."""
