@@ -10,6 +10,8 @@ import gguf
 import numpy as np
 import torch
 
+from tests.gguf_tokenizers import add_fields
+
 ARCHS = {  # transformers model_type -> GGUF architecture
     "llama": gguf.MODEL_ARCH.LLAMA,
     "mistral": gguf.MODEL_ARCH.LLAMA,
@@ -23,14 +25,18 @@ ARCHS = {  # transformers model_type -> GGUF architecture
 Q = gguf.GGMLQuantizationType
 
 
-def write_gguf(model, path: Path, qtype: Q = Q.F32) -> dict[str, torch.Tensor]:
+def write_gguf(
+    model, path: Path, qtype: Q = Q.F32, tokenizer: dict | None = None
+) -> dict[str, torch.Tensor]:
     """Write `model` (a transformers causal LM) to `path`; its 2-D weights as `qtype`, the rest
-    F32. Returns the Hugging Face weights the file holds after quantization (for a quantized
-    type, each 2-D weight dequantized), to load into the reference model."""
+    F32; `tokenizer`: tokenizer.* fields to write too (tests/gguf_tokenizers.py makes them).
+    Returns the Hugging Face weights the file holds after quantization (for a quantized type,
+    each 2-D weight dequantized), to load into the reference model."""
     cfg = model.config
     arch = ARCHS[cfg.model_type]
     writer = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[arch])
     _metadata(writer, model, arch)
+    add_fields(writer, tokenizer or {})
     names = gguf.get_tensor_name_map(arch, cfg.num_hidden_layers)
     state = {k: v for k, v in model.state_dict().items() if "rotary_emb" not in k}
     if cfg.tie_word_embeddings:

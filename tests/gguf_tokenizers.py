@@ -108,10 +108,8 @@ def _special_metadata(folder: Path, tokenizer: Any) -> dict[str, Any]:
     return metadata
 
 
-def round_trip(metadata: dict[str, Any], path: Path) -> dict[str, Any]:
-    """`metadata` written to a GGUF file with gguf's writer and read back as plain values."""
-    architecture = metadata["general.architecture"]
-    writer = gguf.GGUFWriter(str(path), architecture)
+def add_fields(writer: gguf.GGUFWriter, metadata: dict[str, Any]) -> None:
+    """Write `metadata`'s keys (but the architecture, which the writer holds) as GGUF fields."""
     for key, value in metadata.items():
         if key == "general.architecture":
             continue
@@ -125,6 +123,12 @@ def round_trip(metadata: dict[str, Any], path: Path) -> dict[str, Any]:
             writer.add_string(key, value)
         else:
             writer.add_array(key, value)
+
+
+def round_trip(metadata: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`metadata` written to a GGUF file with gguf's writer and read back as plain values."""
+    writer = gguf.GGUFWriter(str(path), metadata["general.architecture"])
+    add_fields(writer, metadata)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.close()

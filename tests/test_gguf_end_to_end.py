@@ -1,0 +1,42 @@
+"""examples/tiny-llama (trained) written to one GGUF file, weights and tokenizer, the way
+llama.cpp's converter writes them: `mobius build-gguf` of that file generates in
+onnxruntime-genai exactly what `mobius build` of the original folder generates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnxruntime_genai as og
+import transformers
+
+from mobius.cli import main
+from tests.gguf_files import write_gguf
+from tests.gguf_tokenizers import byte_level_metadata
+
+TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
+PROMPT = "The river ran past the old mill, and"
+
+
+def _greedy(package: Path) -> tuple[list[int], list[int]]:
+    model = og.Model(str(package))
+    prompt = list(og.Tokenizer(model).encode(PROMPT))
+    params = og.GeneratorParams(model)
+    params.set_search_options(do_sample=False, max_length=len(prompt) + 24)
+    generator = og.Generator(model, params)
+    generator.append_tokens(prompt)
+    while not generator.is_done():
+        generator.generate_next_token()
+    return prompt, list(generator.get_sequence(0))[len(prompt) :]
+
+
+def test_a_gguf_file_generates_what_its_source_folder_does(tmp_path):
+    model = transformers.AutoModelForCausalLM.from_pretrained(TINY_LLAMA)
+    tokenizer = byte_level_metadata(TINY_LLAMA, "gpt-2")
+    write_gguf(model, tmp_path / "tiny.gguf", tokenizer=tokenizer)
+    args = ["--output", str(tmp_path / "from-gguf"), "--ep", "cpu", "--no-progress"]
+    assert main(["build-gguf", str(tmp_path / "tiny.gguf"), *args]) == 0
+    args = ["--output", str(tmp_path / "from-folder"), "--ep", "cpu", "--no-progress"]
+    assert main(["build", "--model", str(TINY_LLAMA), *args]) == 0
+    prompt, tokens = _greedy(tmp_path / "from-gguf")
+    assert (prompt, tokens) == _greedy(tmp_path / "from-folder")
+    assert len(tokens) == 24
