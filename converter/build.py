@@ -25,6 +25,7 @@ from converter.features import (
 from converter.lowering import Int4, LoweringReport, Plan, lower
 from converter.olive_weights import olive_assemblies
 from converter.package import ModelPackage
+from converter.quantize import DEFAULT_METHOD
 from converter.registry import family_for
 from converter.source import Source, resolve_source
 from converter.tasks import TASKS
@@ -45,6 +46,7 @@ def build(
     int4_block_size: int = 32,
     int4_symmetric: bool = True,
     int4_head_bits: int | None = 8,
+    int4_method: str = DEFAULT_METHOD,
     task=None,
     features=None,
     release: bool = False,
@@ -56,7 +58,8 @@ def build(
     `webgpu`: that EP's fused kernels); `dtype` is f32, f16, bf16, int8 (dynamic int8:
     int8 weights, activations quantized at run time) or int4 (int4 weights with the EP's
     activation dtype; the LM head and token table in blocks of `int4_head_bits`, 8 or 4, None
-    keeping them float). Unsupported pairs fail before any download. `task`
+    keeping them float; `int4_method` "rtn" or "search" choosing the block scales,
+    converter/quantize.py). Unsupported pairs fail before any download. `task`
     names the task (`"fill-mask"`; default: the head config.json's `architectures` names, else
     the family's task) or is a task object (e.g. `TextGenerationTask(inputs_embeds=True)`).
     `features` names build features (converter/features.py: `["text-only"]`,
@@ -68,7 +71,9 @@ def build(
     """
     execution_provider(ep, dtype)  # unsupported pairs and features fail before any download
     static_cache_size(parse_features(features), task, max_seq_len)
-    int4 = Int4(int4_block_size, int4_symmetric, int4_head_bits) if dtype == "int4" else None
+    int4 = None
+    if dtype == "int4":
+        int4 = Int4(int4_block_size, int4_symmetric, int4_head_bits, method=int4_method)
     source = resolve_source(model, revision=revision, token=token, progress=progress)
     return build_source(
         source,
@@ -155,7 +160,19 @@ def build_source(
     for component in components:
         plan = Plan(provider, quantization, int8=dtype == "int8")
         report.merge(lower(component, plan, float_type))
-    return ModelPackage(components, cfg, family, task, source, ep, dtype, report, features, release)
+    return ModelPackage(
+        components,
+        cfg,
+        family,
+        task,
+        source,
+        ep,
+        dtype,
+        report,
+        features,
+        release,
+        int4=quantization,
+    )
 
 
 def olive_plan(olive, provider, dtype: str) -> Int4:

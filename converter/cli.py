@@ -17,6 +17,7 @@ from converter.build import build
 from converter.errors import MobiusError
 from converter.execution_providers import DTYPES, EXECUTION_PROVIDERS
 from converter.features import FEATURES
+from converter.quantize import DEFAULT_METHOD, METHODS
 from converter.registry import coverage
 from converter.sizes import human_size
 from converter.tasks import TASKS
@@ -34,6 +35,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     b.add_argument("--ep", default="default", choices=tuple(EXECUTION_PROVIDERS))
     b.add_argument("--int4-block-size", type=int, default=32, choices=(16, 32, 64, 128))
     b.add_argument("--int4-asymmetric", action="store_true", help="int4 with per-block zero points")
+    b.add_argument(
+        "--int4-method",
+        default=DEFAULT_METHOD,
+        choices=METHODS,
+        help="int4 block scales: round-to-nearest, or a per-block search for the scale that "
+        f"reconstructs each block best (slower; no calibration data); default {DEFAULT_METHOD}",
+    )
     _head_bits_option(b)
     b.add_argument(
         "--task",
@@ -133,6 +141,7 @@ def _build(args: argparse.Namespace) -> int:
         int4_block_size=args.int4_block_size,
         int4_symmetric=not args.int4_asymmetric,
         int4_head_bits=_head_bits(args),
+        int4_method=args.int4_method,
         task=args.task,
         features=args.features,
         release=args.release,

@@ -1,4 +1,5 @@
-"""Block-wise round-to-nearest (RTN) weight quantization to 4 or 8 bits.
+"""Block-wise weight quantization to 4 or 8 bits: round-to-nearest (RTN) or a per-block scale
+search.
 
 A Linear weight in Hugging Face layout ``W[N, K]`` (out_features, in_features) is split along K
 into blocks of ``block_size`` values; each block gets one scale (and, when asymmetric, one zero
@@ -27,6 +28,15 @@ Scale choices:
   ``zero_point = clip(round(-min / scale), 0, 15)``; error again at most ``scale / 2``.
 
 All-zero blocks get scale 0 and reconstruct to exact zeros. All arithmetic is float32.
+
+Methods (:data:`METHODS`): ``"rtn"`` keeps the scales above. ``"search"`` (needs no calibration
+data) tries, per block, the RTN scale times each factor of :data:`SEARCH_FACTORS` (the zero point
+stays RTN's), keeps the candidate whose codes reconstruct the block with the least squared error,
+then refits the scale to those codes by least squares (``sum(w * c) / sum(c * c)``, ``c`` the
+codes minus the zero point), which can only lower the error again. Factors below 1 clip the
+extremes to spend the levels on the bulk of the block; 7/8 is the symmetric scale that uses code
+0 (-8). RTN's own candidate (factor 1) is among them, so no block ends up worse than RTN's. The
+codes, zero points and packing are RTN's encoding, so every kernel reads them unchanged.
 """
 
 from __future__ import annotations
@@ -41,6 +51,10 @@ from converter.errors import WeightsError
 
 BLOCK_SIZES = (16, 32, 64, 128)
 BITS = (4, 8)
+METHODS = ("rtn", "search")
+DEFAULT_METHOD = "rtn"
+# the search's candidate scales, as multiples of the RTN scale (see the module doc)
+SEARCH_FACTORS = (1.0, 0.95, 7 / 8, 0.8, 0.75, 0.7)
 DEQUANTIZE_LINEAR_AXIS = 0  # the blocked axis of to_dequantize_linear's [K, N] values
 
 # Rows are quantized in chunks of about this many values so that the float32 temporaries stay
@@ -98,10 +112,16 @@ class BlockWeight:
 
 
 def quantize_blocks(
-    weight, block_size: int = 32, symmetric: bool = True, bits: int = 4
+    weight,
+    block_size: int = 32,
+    symmetric: bool = True,
+    bits: int = 4,
+    method: str = DEFAULT_METHOD,
 ) -> BlockWeight:
     """Quantize ``weight`` [N, K] (any float dtype; an array or anything sliced by rows, such
-    as converter.rows.Rows) along K."""
+    as converter.rows.Rows) along K, choosing the scales by `method` ("rtn" or "search")."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if bits not in BITS:
         raise ValueError(f"bits must be one of {BITS}, got {bits}")
     if block_size not in BLOCK_SIZES:
@@ -119,7 +139,7 @@ def quantize_blocks(
     for start in range(0, n, rows):  # each chunk is fully vectorized; see _CHUNK_VALUES
         part = slice(start, start + rows)
         zp_out = None if zero_points is None else zero_points[part]
-        _quantize_rows(weight[part], block_size, bits, packed[part], scales[part], zp_out)
+        _quantize_rows(weight[part], block_size, bits, packed[part], scales[part], zp_out, method)
     if not np.isfinite(scales).all():
         raise ValueError("weight contains NaN or infinite values (or a block range over float32)")
     if zero_points is not None and bits == 4:
@@ -189,6 +209,7 @@ def _quantize_rows(
     packed: np.ndarray,
     scales: np.ndarray,
     zero_points: np.ndarray | None,
+    method: str = DEFAULT_METHOD,
 ) -> None:
     """Quantize a chunk of rows into the given output slices.
 
@@ -218,17 +239,57 @@ def _quantize_rows(
         np.divide(high - low, top, out=scale)
     inverse = np.zeros_like(scale)
     np.divide(1, scale, out=inverse, where=scale >= _TINY)
-    values *= inverse
     if zero_points is None:
-        values += middle
+        offset = middle
     else:
         offset = np.clip(np.rint(-low * inverse), 0, top)
         zero_points.reshape(-1)[...] = offset
-        values += offset
-    np.rint(values, out=values)
-    np.clip(values, 0, top, out=values)
-    codes = values.astype(np.uint8).T
+    if method == "search":
+        inverse = _searched_inverse(values, scale, offset, top)
+        codes = _codes(values, inverse, offset, top, np.empty_like(values))
+        _refit(values, codes - offset, scale)
+    else:
+        codes = _codes(values, inverse, offset, top, values)
+    codes = codes.astype(np.uint8).T
     packed[...] = (_pack_nibbles(codes) if bits == 4 else codes).reshape(packed.shape)
+
+
+def _codes(values, inverse, offset, top: int, out: np.ndarray) -> np.ndarray:
+    """RTN's codes of `values` [block_size, blocks] at scales ``1 / inverse`` (per block) into
+    `out` (float32): ``clip(rint(values * inverse + offset), 0, top)``."""
+    np.multiply(values, inverse, out=out)
+    out += offset
+    np.rint(out, out=out)
+    return np.clip(out, 0, top, out=out)
+
+
+def _searched_inverse(values: np.ndarray, scale: np.ndarray, offset, top: int) -> np.ndarray:
+    """The search method's candidates (module doc) for `values` [block_size, blocks] around
+    RTN's `scale` (per block): ``1 / scale`` of the one reconstructing each block best."""
+    best_error = np.full(scale.shape, np.inf, np.float32)
+    best_inverse = np.zeros_like(scale)
+    error = np.empty_like(values)
+    for factor in SEARCH_FACTORS:  # a few candidates, each vectorized over every block
+        candidate = scale * np.float32(factor)
+        inverse = np.zeros_like(candidate)
+        np.divide(1, candidate, out=inverse, where=candidate >= _TINY)
+        _codes(values, inverse, offset, top, error)
+        error -= offset
+        error *= candidate
+        error -= values
+        squared = np.einsum("ij,ij->j", error, error)
+        better = squared < best_error
+        best_error[better] = squared[better]
+        best_inverse[better] = inverse[better]
+    return best_inverse
+
+
+def _refit(values: np.ndarray, centered: np.ndarray, scale: np.ndarray) -> None:
+    """`scale` (per block) <- the least-squares scale of `values` given the codes minus the zero
+    point `centered` [block_size, blocks]; blocks whose codes are all zero keep theirs."""
+    fit = np.einsum("ij,ij->j", values, centered)
+    norm = np.einsum("ij,ij->j", centered, centered)
+    np.divide(fit, norm, out=scale, where=norm > 0)
 
 
 def _pack_nibbles(codes: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from transformers.pytorch_utils import Conv1D
 
-from converter.quantize import quantize_blocks
+from converter.quantize import DEFAULT_METHOD, quantize_blocks
 from converter.quantize_int8 import quantize_q8
 
 # LM heads that transformers' get_output_embeddings does not return (FSMT's returns the
@@ -21,7 +21,12 @@ HEADS = ("model.decoder.output_projection",)
 
 
 def dequantized_copy(
-    model, block_size: int = 32, symmetric: bool = True, head_bits=8, embedding: bool = True
+    model,
+    block_size: int = 32,
+    symmetric: bool = True,
+    head_bits=8,
+    embedding: bool = True,
+    method: str = DEFAULT_METHOD,
 ):
     """Every Linear and Conv1D weight in int4 blocks; the LM head and, with `embedding` (EPs
     that gather quantized rows), the token embedding at `head_bits` (None: left float), as
@@ -29,17 +34,17 @@ def dequantized_copy(
     8-bit blocks of 128; a head tied to a float embedding gets a quantized copy. Position
     tables are never quantized, nor latent attention's kv_b_proj, which the graph reads as
     per-head matrices (components/mla.py), nor Switch Transformers' routers, which it keeps
-    float."""
+    float. `method` picks the block scales (converter/quantize.py), as the build's int4 method."""
 
     def int4(weight: np.ndarray) -> np.ndarray:
-        return quantize_blocks(weight, block_size, symmetric).dequantize()
+        return quantize_blocks(weight, block_size, symmetric, 4, method).dequantize()
 
     def head(weight: np.ndarray) -> np.ndarray:
-        return quantize_blocks(weight, block_size, symmetric, head_bits).dequantize()
+        return quantize_blocks(weight, block_size, symmetric, head_bits, method).dequantize()
 
     def rows(weight: np.ndarray) -> np.ndarray:
         block = 128 if head_bits == 8 else block_size
-        return quantize_blocks(weight, block, symmetric, head_bits).dequantize()
+        return quantize_blocks(weight, block, symmetric, head_bits, method).dequantize()
 
     tables = (head, rows if embedding else None) if head_bits else (None, None)
     return _replaced(model, int4, *tables)

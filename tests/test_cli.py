@@ -8,7 +8,10 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
+from onnx import numpy_helper
 
 from converter.registry import families
 from mobius.cli import main
@@ -26,6 +29,25 @@ def test_build_json_is_all_of_stdout(tmp_path, capsys):
     assert printed["lowering"]["fusions"]["GroupQueryAttention"] == 2
     assert printed["lowering"]["fusions"]["int4_matmuls"] > 0
     assert printed["source"]["path"] == str(TINY_LLAMA.resolve())
+    settings = {"block_size": 32, "symmetric": True, "head_bits": 8, "prequantized": False}
+    assert printed["int4"] == {**settings, "method": "rtn"}
+
+
+def test_int4_method_reaches_the_build(tmp_path, capsys):
+    scales = {}
+    for method in ("rtn", "search"):
+        out = tmp_path / method
+        argv = ["build", "--model", str(TINY_LLAMA), "--output", str(out), "--json"]
+        argv += ["--ep", "cpu", "--dtype", "int4", "--no-progress", "--int4-method", method]
+        assert main(argv) == 0
+        assert json.loads(capsys.readouterr().out)["int4"]["method"] == method
+        weights = onnx.load(out / "model.onnx").graph.initializer
+        scales[method] = {t.name: numpy_helper.to_array(t) for t in weights if "scales" in t.name}
+    assert scales["rtn"].keys() == scales["search"].keys() and scales["rtn"]
+    assert all(not np.array_equal(scales["rtn"][n], scales["search"][n]) for n in scales["rtn"])
+    with pytest.raises(SystemExit):  # argparse names the choices
+        main(["build", "--model", str(TINY_LLAMA), "--output", str(tmp_path), "--int4-method", "x"])
+    assert "search" in capsys.readouterr().err
 
 
 def test_build_takes_int8(tmp_path, capsys):

@@ -1,7 +1,8 @@
 """int4 where the input size is not a multiple of the block size (96 wide, blocks of 64): the
 partial last block is quantized and read back by every int4 kernel, MatMulNBits (cpu),
 DequantizeLinear (default) and GatherBlockQuantized (cpu, --int4-head-bits 4), so the graph equals
-transformers with each quantized weight replaced by its dequantized value.
+transformers with each quantized weight replaced by its dequantized value, with either int4 method
+(round-to-nearest or the scale search).
 
 Both sides run with float32 activations (the cpu record's int8 accuracy level and onnxruntime's
 DequantizeLinear + MatMul fusion are turned off), which makes the comparison exact up to
@@ -57,6 +58,7 @@ def _run_unfused(package_dir) -> list[np.ndarray]:
 
 
 @pytest.mark.usefixtures("exact_cpu_int4")
+@pytest.mark.parametrize("method", ["rtn", "search"])
 @pytest.mark.parametrize("symmetric", [True, False])
 @pytest.mark.parametrize(
     ("ep", "lm_head", "kernels"),
@@ -65,7 +67,7 @@ def _run_unfused(package_dir) -> list[np.ndarray]:
         ("cpu", True, {"MatMulNBits", "GatherBlockQuantized"}),
     ],
 )
-def test_partial_last_block_is_exact(model, ep, lm_head, kernels, symmetric):
+def test_partial_last_block_is_exact(model, ep, lm_head, kernels, symmetric, method):
     folder, reference = model
     package = build(
         str(folder / "hf"),
@@ -74,13 +76,15 @@ def test_partial_last_block_is_exact(model, ep, lm_head, kernels, symmetric):
         int4_block_size=BLOCK,
         int4_symmetric=symmetric,
         int4_head_bits=4 if lm_head else None,
+        int4_method=method,
         progress=False,
     )
     assert kernels <= {n.op_type for n in package.model.graph}
-    out = folder / f"{ep}-{symmetric}"
+    out = folder / f"{ep}-{symmetric}-{method}"
     package.save(out, progress=False)
-    dequantized = dequantized_copy(reference, BLOCK, symmetric, 4 if lm_head else None)
+    head_bits = 4 if lm_head else None
+    dequantized = dequantized_copy(reference, BLOCK, symmetric, head_bits, method=method)
     expected = TransformersReference(dequantized).run(PROMPT, np.ones_like(PROMPT), STEPS)
     diffs = [float(np.abs(e - a).max()) for e, a in zip(expected, _run_unfused(out), strict=True)]
-    print(f"{ep} symmetric={symmetric}: max abs diff per call {diffs}")
+    print(f"{ep} symmetric={symmetric} {method}: max abs diff per call {diffs}")
     assert max(diffs) <= TOLERANCE

@@ -14,15 +14,22 @@ from converter.execution_providers import MATMUL_NBITS, ExecutionProvider
 from converter.lowering.lazy import LazyResult, lazy_initializer, swap
 from converter.lowering.matmul_weights import weight_of
 from converter.lowering.passes import MS_DOMAIN, is_initializer
-from converter.quantize import DEQUANTIZE_LINEAR_AXIS, quantize_blocks, to_dequantize_linear
+from converter.quantize import (
+    DEFAULT_METHOD,
+    DEQUANTIZE_LINEAR_AXIS,
+    METHODS,
+    quantize_blocks,
+    to_dequantize_linear,
+)
 from converter.weights import source_array, source_rows
 
 
 @dataclass(frozen=True)
 class Int4:
-    """int4 weight quantization settings (block-wise round-to-nearest). `head_bits`: the LM
-    head's and the token table's (where the EP gathers quantized rows) bits, 8 or 4; None
-    keeps them in the activation dtype. A head tied to the table gets a quantized copy."""
+    """int4 weight quantization settings (block-wise; `method` "rtn" or "search" picks the
+    scales, converter/quantize.py). `head_bits`: the LM head's and the token table's (where the
+    EP gathers quantized rows) bits, 8 or 4; None keeps them in the activation dtype. A head
+    tied to the table gets a quantized copy."""
 
     block_size: int = 32
     symmetric: bool = True
@@ -30,8 +37,11 @@ class Int4:
     # the checkpoint holds the weights packed (converter/olive_weights.py): they are bound as
     # they are, and a float weight is refused rather than quantized here
     prequantized: bool = False
+    method: str = DEFAULT_METHOD
 
     def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise MobiusError(f"int4 method {self.method!r} must be one of {', '.join(METHODS)}")
         if self.block_size not in (16, 32, 64, 128):
             raise MobiusError(f"int4 block size {self.block_size} must be 16, 32, 64 or 128")
         if self.head_bits not in (None, 4, 8):
@@ -221,7 +231,8 @@ class _LazyQ4(LazyResult):
             weight = source_rows(self.source)
         else:
             weight = np.ascontiguousarray(source_array(self.source).T)
-        quantized = quantize_blocks(weight, self.block_size, self.int4.symmetric, self.bits)
+        int4 = self.int4
+        quantized = quantize_blocks(weight, self.block_size, int4.symmetric, self.bits, int4.method)
         return self.form(quantized)
 
 

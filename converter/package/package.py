@@ -9,6 +9,7 @@ how it was built.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import importlib.metadata
 import json
@@ -59,6 +60,7 @@ class ModelPackage:
     features: frozenset[str] = frozenset()  # the build features it was made with
     release: bool = False  # saved without debug and provenance metadata (converter/release.py)
     stripped: int = 0  # characters of metadata --release removed
+    int4: Any = None  # an int4 build's settings (converter.lowering.Int4), recorded in mobius.json
 
     @property
     def model(self) -> ir.Model:
@@ -173,6 +175,7 @@ class ModelPackage:
             "components": [{"role": c.role, "filename": c.filename} for c in self.components],
             "ep": self.ep,
             "dtype": self.dtype,
+            **({"int4": dataclasses.asdict(self.int4)} if self.int4 is not None else {}),
             "opset": max(c.model.opset_imports.get("", OPSET) for c in self.components),
             "lowering": self.lowering.as_dict(),
             "versions": {
