@@ -44,6 +44,23 @@ def block_scales(q: BlockWeight) -> np.ndarray:
     return np.repeat(q.scales, q.block_size, axis=1)[:, : q.k]
 
 
+def error_bound(q: BlockWeight) -> np.ndarray:
+    """How far each value may be from its reconstruction: half a step (asymmetric); a step
+    (symmetric: the extreme's side is within half a step, the other side has one level fewer,
+    so a value beyond it is clipped by up to a step)."""
+    return np.abs(block_scales(q)) * ((0.5 if q.zero_points is not None else 1.0) + 1e-5)
+
+
+def assert_extremes_on_code_zero(q: BlockWeight, w: np.ndarray) -> None:
+    """Symmetric blocks put their value of largest magnitude exactly on code 0."""
+    padded = np.zeros((q.n, q.n_blocks * q.block_size), np.float32)
+    padded[:, : q.k] = w
+    blocks = padded.reshape(q.n, q.n_blocks, q.block_size)
+    at = np.abs(blocks).argmax(axis=-1)[..., None]
+    extremes = np.take_along_axis(q.codes(), at, axis=-1)[..., 0]
+    assert np.all(extremes[q.scales != 0] == 0)
+
+
 # -- round trip --------------------------------------------------------------------------------
 
 
@@ -60,12 +77,12 @@ def test_round_trip_within_half_step(shape, block_size, symmetric):
     assert (q.k, q.block_size) == (k, block_size)
     if symmetric:
         assert q.zero_points is None
-        assert q.codes().min() >= 1  # the signed range -7..7 around 8
+        assert_extremes_on_code_zero(q, w)  # all 16 levels: -8..7 around 8
     else:
         assert q.zero_points.shape == (n, -(-n_blocks // 2)) and q.zero_points.dtype == np.uint8
     restored = q.dequantize()
     assert restored.shape == (n, k) and restored.dtype == np.float32
-    assert np.all(np.abs(restored - w) <= block_scales(q) * (0.5 + 1e-5))
+    assert np.all(np.abs(restored - w) <= error_bound(q))
     # Padding is zeros, which both schemes represent exactly.
     padded = (q.codes().astype(np.int16) - q.zero_point_codes()[..., None]).reshape(n, -1)
     assert np.all(padded[:, k:] == 0)
@@ -117,10 +134,14 @@ def test_half_precision_inputs_match_float32():
 
 def test_nibble_order():
     w = np.zeros((1, 16), np.float32)
-    w[0, :3] = [7.0, -7.0, 1.0]  # scale 1: codes 15, 1, 9, then 8s
+    w[0, :3] = [-8.0, 7.0, 1.0]  # scale -8 / -8 = 1: codes 0, 15, 9, then 8s
     q = quantize_blocks(w, 16)
     assert q.scales[0, 0] == 1.0
-    assert q.packed[0, 0].tolist() == [0x1F, 0x89] + [0x88] * 6
+    assert q.packed[0, 0].tolist() == [0xF0, 0x89] + [0x88] * 6
+    w[0, :3] = [8.0, -7.0, 1.0]  # a positive extreme: scale -1, codes 0, 15, 7
+    q = quantize_blocks(w, 16)
+    assert q.scales[0, 0] == -1.0
+    assert q.packed[0, 0].tolist() == [0xF0, 0x87] + [0x88] * 6
     w = np.zeros((1, 48), np.float32)
     w[0, 16:32] = 1.0  # asymmetric blocks: zero points 0 (block 1) and 15 (block 2)
     w[0, 32:48] = -1.0
@@ -361,7 +382,7 @@ def test_search_never_reconstructs_a_block_worse_than_rtn(
     # RTN's encoding: the same zero points, codes in range, padding still exactly zero
     np.testing.assert_array_equal(search.zero_point_codes(), rtn.zero_point_codes())
     assert search.codes().max() <= (1 << bits) - 1 and search.packed.shape == rtn.packed.shape
-    assert np.isfinite(search.scales).all() and (search.scales >= 0).all()
+    assert np.isfinite(search.scales).all()
     centered = search.codes().astype(np.int16) - search.zero_point_codes()[..., None]
     assert np.all(centered.reshape(40, -1)[:, 300:] == 0)
 
@@ -395,11 +416,12 @@ def test_8_bit_blocks_round_trip_and_run_in_onnxruntime(n, k, block_size, symmet
     n_blocks = -(-k // block_size)
     assert q.packed.shape == (n, n_blocks, block_size) and q.bits == 8
     restored = q.dequantize()
-    assert np.all(np.abs(restored - w) <= block_scales(q) * (0.5 + 1e-5))
+    assert np.all(np.abs(restored - w) <= error_bound(q))
     four = quantize_blocks(w, block_size, symmetric)
     assert np.abs(restored - w).max() < np.abs(four.dequantize() - w).max() / 8
     if symmetric:
-        assert q.zero_points is None and q.codes().min() >= 1  # -127..127 around 128
+        assert q.zero_points is None  # -128..127 around 128
+        assert_extremes_on_code_zero(q, w)
     else:
         assert q.zero_points.shape == (n, n_blocks)
     x = activations(k)

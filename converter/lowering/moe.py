@@ -100,7 +100,9 @@ def _quantized(graph: ir.Graph, stack: ir.Value, int4: Int4, act: ir.DataType) -
         (
             "scales",
             lambda r: ir.Tensor(
-                cast_scales(r.scales, act_np, f"{stack.name}.scales").reshape(experts, n, blocks)
+                cast_scales(r.scales, act_np, f"{stack.name}.scales", signed=True).reshape(
+                    experts, n, blocks
+                )
             ),
             act,
             [experts, n, blocks],
