@@ -22,6 +22,7 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import tempfile
 import threading
 import time
@@ -37,6 +38,7 @@ from huey.api import Huey
 from huey.consumer import Consumer
 from huey.registry import Message
 from huey.serializer import Serializer
+from huey.storage import SqliteStorage
 
 from converter.errors import MobiusError
 from converter.repo_files import is_repo_id
@@ -161,6 +163,16 @@ class _JsonSerializer(Serializer):
         return Message(**json.loads(data))
 
 
+class _QueueFile(SqliteStorage):
+    """huey's SQLite queue, whose commits do not wait for the disk (`synchronous=NORMAL`, as
+    `pipeline.store.SqliteFile`'s): a submission holds the job store's turn while it enqueues."""
+
+    def _create_connection(self) -> sqlite3.Connection:
+        conn = super()._create_connection()
+        conn.execute("pragma synchronous=normal")
+        return conn
+
+
 class _Consumer(Consumer):
     """huey's consumer, minus its signal handlers: the host process (a Space, `run_worker`) owns
     signals, and they can only be set from the main thread."""
@@ -219,6 +231,7 @@ class JobQueue:
                     filename=str(self.data_dir / "queue.db"),
                     results=False,
                     serializer=_JsonSerializer(),
+                    storage_class=_QueueFile,
                 )
             self.store = SqliteStore(self.data_dir / "jobs.db")
         results = results_dir or os.environ.get("MOBIUS_RESULTS_DIR")
@@ -282,7 +295,7 @@ class JobQueue:
 
     def get(self, job_id: str) -> Job:
         """The job with its progress events and log; `JobNotFound` if there is none."""
-        with self.store.tx() as tx:
+        with self.store.read() as tx:
             job = _load(tx, job_id, events=True)
         if job is None:
             raise JobNotFound(f"no job '{job_id}'")
@@ -290,12 +303,12 @@ class JobQueue:
 
     def recent(self, limit: int = 50) -> list[Job]:
         """The newest jobs first, without progress and log."""
-        with self.store.tx() as tx:
+        with self.store.read() as tx:
             return [Job.from_dict(r) for r in tx.recent(limit)]
 
     def active(self) -> list[Job]:
         """Queued and running jobs, oldest first, without progress and log."""
-        with self.store.tx() as tx:
+        with self.store.read() as tx:
             return sorted((Job.from_dict(r) for r in tx.active()), key=lambda j: j.created_at)
 
     def _check_rate(self, tx: Tx, requester: str, now: float) -> None:
@@ -414,7 +427,7 @@ class JobQueue:
         now = time.time()
         for folder in self.scratch_dir.glob(f"{SCRATCH_PREFIX}*"):
             job_id = folder.name.removeprefix(SCRATCH_PREFIX)
-            with self.store.tx() as tx:
+            with self.store.read() as tx:
                 job = _load(tx, job_id)
             alive = (
                 job is not None
