@@ -23,6 +23,7 @@ create table if not exists seen (delivery text primary key, at real not null);
 drop table if exists hits;
 create table if not exists spent (scope text not null, at real not null, tag text not null);
 create index if not exists spent_scope on spent (scope, at);
+create index if not exists spent_at on spent (at);
 create table if not exists replies (
     id integer primary key, target text not null, job_id text, ack text,
     acked integer not null default 0, done integer not null default 0,
