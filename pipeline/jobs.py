@@ -249,6 +249,7 @@ class JobQueue:
         self._worker_id: str | None = None
         self._runner: Runner | None = None
         self._running: dict[str, int] = {}  # job id -> its estimated peak
+        self._claiming = threading.Lock()
 
     # -- submitting and reading ------------------------------------------------------------------
     def submit(self, request: ConversionRequest, *, read_as: ReadAs = False) -> str:
@@ -476,23 +477,24 @@ class JobQueue:
     def _execute(self, job_id: str) -> None:
         """The huey task: claim the job (if still queued), run it, record the outcome."""
         now = time.time()
-        with self.store.tx() as tx:
-            job = _load(tx, job_id)
-            if job is None or job.state != "queued":
-                return  # a duplicate message: someone else has (or had) it
-            if (note := self._over_budget(job)) is not None:
-                if note != job.waiting:  # small workers see it again and again: noted once
-                    job.waiting = note
-                    _save(tx, job, f"not started: {note}")
-                return  # stays queued: `recover` sends its message again after the lease
-            job.state, job.stage, job.worker_id = "running", None, self._worker_id
-            job.waiting = None
-            job.attempts += 1
-            job.started_at = job.heartbeat_at = now
-            _save(tx, job, f"attempt {job.attempts} started on worker {self._worker_id}")
+        with self._claiming:  # a claim and its share of the memory budget: one at a time
+            with self.store.tx() as tx:
+                job = _load(tx, job_id)
+                if job is None or job.state != "queued":
+                    return  # a duplicate message: someone else has (or had) it
+                if (note := self._over_budget(job)) is not None:
+                    if note != job.waiting:  # small workers see it again and again: noted once
+                        job.waiting = note
+                        _save(tx, job, f"not started: {note}")
+                    return  # stays queued: `recover` sends its message again after the lease
+                job.state, job.stage, job.worker_id = "running", None, self._worker_id
+                job.waiting = None
+                job.attempts += 1
+                job.started_at = job.heartbeat_at = now
+                _save(tx, job, f"attempt {job.attempts} started on worker {self._worker_id}")
+            self._running[job_id] = job.estimated_peak or 0
         request = replace(job.request, revision=job.revision or job.request.revision)
         assert self._runner is not None
-        self._running[job_id] = job.estimated_peak or 0
         reporter = _JobReporter(self, job_id)
         shutil.rmtree(reporter.workdir, ignore_errors=True)  # an earlier attempt's leftovers
         try:

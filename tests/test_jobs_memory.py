@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,15 @@ from mobius.cli import main as mobius_cli
 from model_cards import human_size
 from pipeline.jobs import JobQueue
 from pipeline.memory import BASE_BYTES, PER_CHECKPOINT_BYTE, estimate_peak, parse_size
-from tests.test_jobs import probe, redis_server, redis_url, request, wait_for, where  # noqa: F401
+from tests.test_jobs import (  # noqa: F401 (fixtures)
+    ledger,
+    probe,
+    redis_server,
+    redis_url,
+    request,
+    wait_for,
+    where,
+)
 
 GB = 10**9
 
@@ -96,3 +105,29 @@ def test_a_job_over_a_workers_budget_stays_queued_for_a_bigger_worker(
     with big.worker():
         job = wait_for(submitter, job_id)
     assert (job.state, job.attempts, job.waiting) == ("succeeded", 1, None)
+
+
+def test_a_worker_runs_two_jobs_at_once_only_if_both_fit_its_budget(
+    tmp_path: Path,
+    ledger: str,  # noqa: F811 (the fixture)
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MOBIUS_TEST_PAUSE", "0.5")
+    queue = JobQueue(
+        tmp_path,
+        probe=probe(GB),
+        runner="tests.job_runners:slow",
+        lease_s=0.4,
+        max_memory=estimate_peak(GB, ("f32",)) * 3 // 2,  # one job, not two
+    )
+    ids = [queue.submit(request(f"org/model-{i}", dtypes=("f32",))) for i in range(2)]
+    with queue.worker(concurrency=2):
+        first, second = sorted((wait_for(queue, i) for i in ids), key=lambda j: j.started_at or 0)
+    assert (first.state, second.state) == ("succeeded", "succeeded")
+    assert second.started_at >= first.finished_at  # type: ignore[operator]
+    waited = [line for line in second.log if line.startswith("not started")]
+    assert waited == [
+        f"not started: waiting for memory: its estimated peak, {human_size(first.estimated_peak)}"
+        f", and the jobs a worker runs exceed that worker's "
+        f"{human_size(queue.max_memory)} budget"  # type: ignore[arg-type]
+    ]
