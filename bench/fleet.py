@@ -4,9 +4,9 @@ A redis-server on a free loopback port (Debian's `redis-server`, persistence off
 fleet size the queue is emptied, `--jobs` conversions of copies of examples/tiny-llama (cpu/f32,
 validated against transformers, nothing published) are queued, the workers are started and
 stopped once every job finished. Reports per fleet size the wall time from starting the workers
-(imports included) and jobs per minute from the first job's start to the last one's end, and
-checks from the job store that every job succeeded and was started exactly once. See
-docs/benchmarks.md.
+(imports included), jobs per minute from the first job's start to the last one's end, the median
+job's time, and checks from the job store that every job succeeded and was started exactly
+once. See docs/benchmarks.md.
 
     python bench/fleet.py [--workers 1,2,4] [--jobs 20] [--runner module:function] [--json]
 """
@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -126,6 +127,8 @@ def run_fleet(
         "workers_used": len({job.worker_id for job in jobs}),
         "wall_s": wall,
         "jobs_per_min": 60 * len(jobs) / (last - first),
+        # a worker's first job also imports torch and transformers (seconds of CPU)
+        "median_job_s": statistics.median((j.finished_at or 0) - (j.started_at or 0) for j in jobs),
         "errors": sorted({job.error for job in jobs if job.error}),
     }
 
@@ -149,11 +152,13 @@ def main() -> int:
         print(json.dumps(results, indent=2))
     else:
         base = results[0]["jobs_per_min"]
-        print(f"{'workers':>7}  {'wall s':>7}  {'jobs/min':>8}  {'x':>5}  {'once':>9}  used")
+        header = ("workers", "wall s", "jobs/min", "x", "job s", "once")
+        print("{:>7}  {:>7}  {:>8}  {:>5}  {:>5}  {:>9}  used".format(*header))
         for r in results:
             print(
                 f"{r['workers']:>7}  {r['wall_s']:>7.1f}  {r['jobs_per_min']:>8.1f}  "
-                f"{r['jobs_per_min'] / base:>5.2f}  {r['started_once']:>4}/{r['jobs']:<4}  "
+                f"{r['jobs_per_min'] / base:>5.2f}  {r['median_job_s']:>5.2f}  "
+                f"{r['started_once']:>4}/{r['jobs']:<4}  "
                 f"{r['workers_used']}"
             )
     ok = all(r["succeeded"] == r["started_once"] == r["jobs"] for r in results)
