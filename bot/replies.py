@@ -151,7 +151,7 @@ def status_text(jobs: list[Job], repo_id: str) -> str:
         return f"No conversion jobs for `{repo_id}` yet."
     lines = [f"Recent conversion jobs for `{repo_id}`:", ""]
     for job in jobs[:10]:
-        outcome = job.error or (job.result or {}).get("url") or ""
+        outcome = job.error or (job.result or {}).get("url") or job.waiting or ""
         variants = ", ".join(job.request.variants)
         lines.append(f"- `{job.id}` {job.state}: {variants}{' - ' + outcome if outcome else ''}")
     return "\n".join(lines)

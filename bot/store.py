@@ -9,15 +9,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import redis
 
-from pipeline.store import StoreError, explained
+from pipeline.store import SqliteFile, StoreError
 
 SCHEMA_VERSION = 2  # 2: `spent` (tagged, refundable) replaces `hits`
 SCHEMA = """
@@ -25,6 +23,7 @@ create table if not exists seen (delivery text primary key, at real not null);
 drop table if exists hits;
 create table if not exists spent (scope text not null, at real not null, tag text not null);
 create index if not exists spent_scope on spent (scope, at);
+create index if not exists spent_at on spent (at);
 create table if not exists replies (
     id integer primary key, target text not null, job_id text, ack text,
     acked integer not null default 0, done integer not null default 0,
@@ -59,38 +58,17 @@ class BotStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise StoreError(f"{self.path} cannot be created: {err.strerror or err}") from err
-        with self._connect() as db:
-            db.execute("pragma journal_mode=wal")
-            # ends with a write: a read-only file is refused at start, not at the first delivery
-            db.executescript(f"{SCHEMA}pragma user_version = {SCHEMA_VERSION};")
-
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        with explained(self.path):
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)  # see `_tx`
-            with closing(db):
-                yield db
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._connect() as db:
-            db.execute("begin immediate")
-            try:
-                yield db
-            except BaseException:
-                db.execute("rollback")
-                raise
-            db.execute("commit")
+        self.file = SqliteFile(self.path, f"{SCHEMA}pragma user_version = {SCHEMA_VERSION};", 30)
 
     def claim(self, delivery: str) -> bool:
         """Record a comment id; False if it was handled before (a redelivery)."""
-        with self._tx() as db:
+        with self.file.tx() as db:
             cur = db.execute("insert or ignore into seen values (?, ?)", (delivery, time.time()))
             return cur.rowcount == 1
 
     def release(self, delivery: str) -> None:
         """Forget a claim whose handling failed, and what it spent, so a redelivery retries."""
-        with self._tx() as db:
+        with self.file.tx() as db:
             db.execute("delete from seen where delivery = ?", (delivery,))
             db.execute("delete from spent where tag = ?", (delivery,))
 
@@ -99,7 +77,7 @@ class BotStore:
         `tag`, all or nothing: returns the first scope whose budget is used up (then nothing
         is spent), else None."""
         now = time.time()
-        with self._tx() as db:
+        with self.file.tx() as db:
             db.execute("delete from spent where at < ?", (now - window_s,))
             sql = "select count(*) from spent where scope = ?"
             for scope, limit in limits.items():
@@ -111,12 +89,12 @@ class BotStore:
 
     def refund(self, tag: str, scopes: list[str]) -> None:
         """Give back what `tag` spent on `scopes` (the work it paid for did not happen)."""
-        with self._tx() as db:
+        with self.file.tx() as db:
             sql = "delete from spent where tag = ? and scope = ?"
             db.executemany(sql, [(tag, scope) for scope in scopes])
 
     def owe(self, target: dict[str, Any], job_id: str | None, ack: str | None) -> int:
-        with self._tx() as db:
+        with self.file.tx() as db:
             cur = db.execute(
                 "insert into replies (target, job_id, ack, created_at) values (?, ?, ?, ?)",
                 (json.dumps(target), job_id, ack, time.time()),
@@ -124,7 +102,7 @@ class BotStore:
             return int(cur.lastrowid or 0)
 
     def open_replies(self) -> list[Reply]:
-        with self._tx() as db:
+        with self.file.read() as db:
             rows = db.execute(
                 "select id, target, job_id, ack, acked, failures from replies "
                 "where done = 0 and retry_at <= ? order by id",
@@ -133,7 +111,7 @@ class BotStore:
         return [Reply(r[0], json.loads(r[1]), r[2], r[3], bool(r[4]), r[5]) for r in rows]
 
     def mark(self, reply_id: int, *, acked: bool = False, done: bool = False) -> None:
-        with self._tx() as db:
+        with self.file.tx() as db:
             if acked:
                 db.execute("update replies set acked = 1 where id = ?", (reply_id,))
             if done:
@@ -141,7 +119,7 @@ class BotStore:
 
     def failed(self, reply_id: int, backoff_s: float = 2.0) -> int:
         """Count a failed post; the reply is retried after `backoff_s` * 2 ** (failures - 1)."""
-        with self._tx() as db:
+        with self.file.tx() as db:
             row = db.execute("select failures from replies where id = ?", (reply_id,)).fetchone()
             failures = int(row[0]) + 1
             retry_at = time.time() + backoff_s * 2 ** (failures - 1)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from converter.errors import MobiusError
+from pipeline.memory import parse_size
 from pipeline.request import PUBLISH as MODES
 from pipeline.request import ConversionRequest
 
@@ -86,6 +87,12 @@ def register_queue_commands(subparsers: argparse._SubParsersAction) -> None:
     w.add_argument("--runner", help="job runner, module:function (default: the converter)")
     w.add_argument("--concurrency", type=int, default=1, help="jobs at once (default 1)")
     w.add_argument("--lease", type=float, help="seconds without heartbeat before a re-run")
+    w.add_argument(
+        "--max-memory",
+        type=_size,
+        metavar="SIZE",
+        help="memory budget, e.g. 4GB: jobs whose estimated peak is over it are left queued",
+    )
     w.set_defaults(handler=worker_command)
     j = subparsers.add_parser("jobs", help="recent jobs and their state, or one job as JSON")
     add_queue_args(j)
@@ -117,6 +124,7 @@ def worker_command(args: argparse.Namespace) -> int:
             args.redis_url,
             runner=args.runner or DEFAULT_RUNNER,
             lease_s=args.lease or DEFAULT_LEASE_S,
+            max_memory=args.max_memory,
         )
         queue.run_worker(args.concurrency)
     except (MobiusError, redis.RedisError) as err:
@@ -144,7 +152,7 @@ def jobs_command(args: argparse.Namespace) -> int:
     print(f"{'id':16}  {'state':9}  {'stage':8}  {'try':>3}  {'age':>5}  request / outcome")
     for job in jobs:
         r = job.request
-        outcome = job.error or (job.result or {}).get("url") or ""
+        outcome = job.error or (job.result or {}).get("url") or job.waiting or ""
         print(
             f"{job.id:16}  {job.state:9}  {job.stage or '-':8}  {job.attempts:>3}  "
             f"{_age(now - job.created_at):>5}  {r.source} [{','.join(r.variants)}] -> "
@@ -234,3 +242,10 @@ def _csv(text: str) -> list[str]:
     if not items:
         raise argparse.ArgumentTypeError("give at least one value")
     return list(dict.fromkeys(items))
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except MobiusError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err

@@ -22,6 +22,7 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import tempfile
 import threading
 import time
@@ -37,11 +38,13 @@ from huey.api import Huey
 from huey.consumer import Consumer
 from huey.registry import Message
 from huey.serializer import Serializer
+from huey.storage import SqliteStorage
 
 from converter.errors import MobiusError
 from converter.repo_files import is_repo_id
 from model_cards import human_size
 from pipeline.admission import Checkpoint, JobRefused, ReadAs, probe_checkpoint
+from pipeline.memory import estimate_peak
 from pipeline.request import ConversionRequest
 from pipeline.store import (
     ACTIVE,
@@ -81,6 +84,8 @@ class Job:
     stage: str | None = None
     revision: str | None = None  # commit sha resolved at submission; None for local folders
     private: bool = False  # the source is private or gated: shown to its requester only
+    estimated_peak: int | None = None  # bytes of memory (`pipeline.memory.estimate_peak`)
+    waiting: str | None = None  # why a queued job was passed over by a worker
     result: dict[str, Any] | None = None
     error: str | None = None  # one paragraph for people, never a traceback
     attempts: int = 0
@@ -161,6 +166,16 @@ class _JsonSerializer(Serializer):
         return Message(**json.loads(data))
 
 
+class _QueueFile(SqliteStorage):
+    """huey's SQLite queue, whose commits do not wait for the disk (`synchronous=NORMAL`, as
+    `pipeline.store.SqliteFile`'s): a submission holds the job store's turn while it enqueues."""
+
+    def _create_connection(self) -> sqlite3.Connection:
+        conn = super()._create_connection()
+        conn.execute("pragma synchronous=normal")
+        return conn
+
+
 class _Consumer(Consumer):
     """huey's consumer, minus its signal handlers: the host process (a Space, `run_worker`) owns
     signals, and they can only be set from the main thread."""
@@ -179,7 +194,9 @@ class JobQueue:
     submission. `lease_s`: a running job whose heartbeat is older is taken to have lost its worker.
     `scratch_dir`: where attempts work (`mobius-job-<id>` folders; default the temp dir);
     `results_dir`: files kept for requesters (default `<data_dir>/results`, or
-    `$MOBIUS_RESULTS_DIR`, or `~/.cache/mobius/results` with Redis).
+    `$MOBIUS_RESULTS_DIR`, or `~/.cache/mobius/results` with Redis). `max_memory`: this worker's
+    memory budget in bytes; it starts no job whose estimated peak, with those of the jobs it
+    runs, is over it (the job stays queued for another worker).
     """
 
     def __init__(
@@ -192,8 +209,10 @@ class JobQueue:
         lease_s: float = DEFAULT_LEASE_S,
         scratch_dir: Path | str | None = None,
         results_dir: Path | str | None = None,
+        max_memory: int | None = None,
     ) -> None:
         self.limits, self.probe, self.lease_s = limits or Limits(), probe, lease_s
+        self.max_memory = max_memory
         self.scratch_dir = Path(scratch_dir or tempfile.gettempdir())
         self._runner_spec = runner
         self.redis_url = redis_url or os.environ.get("MOBIUS_REDIS_URL") or None
@@ -219,6 +238,7 @@ class JobQueue:
                     filename=str(self.data_dir / "queue.db"),
                     results=False,
                     serializer=_JsonSerializer(),
+                    storage_class=_QueueFile,
                 )
             self.store = SqliteStore(self.data_dir / "jobs.db")
         results = results_dir or os.environ.get("MOBIUS_RESULTS_DIR")
@@ -228,7 +248,8 @@ class JobQueue:
         self._enqueue = self.huey.task(name="run_job")(self._execute)
         self._worker_id: str | None = None
         self._runner: Runner | None = None
-        self._running: set[str] = set()
+        self._running: dict[str, int] = {}  # job id -> its estimated peak
+        self._claiming = threading.Lock()
 
     # -- submitting and reading ------------------------------------------------------------------
     def submit(self, request: ConversionRequest, *, read_as: ReadAs = False) -> str:
@@ -262,6 +283,7 @@ class JobQueue:
                 key,
                 revision=checkpoint.revision,
                 private=checkpoint.private,
+                estimated_peak=estimate_peak(checkpoint.size, request.dtypes),
             )
             job.created_at = job.queued_at = now
             _save(tx, job, f"queued: {request.origin} request by {request.requester or '(cli)'}")
@@ -282,7 +304,7 @@ class JobQueue:
 
     def get(self, job_id: str) -> Job:
         """The job with its progress events and log; `JobNotFound` if there is none."""
-        with self.store.tx() as tx:
+        with self.store.read() as tx:
             job = _load(tx, job_id, events=True)
         if job is None:
             raise JobNotFound(f"no job '{job_id}'")
@@ -290,12 +312,12 @@ class JobQueue:
 
     def recent(self, limit: int = 50) -> list[Job]:
         """The newest jobs first, without progress and log."""
-        with self.store.tx() as tx:
+        with self.store.read() as tx:
             return [Job.from_dict(r) for r in tx.recent(limit)]
 
     def active(self) -> list[Job]:
         """Queued and running jobs, oldest first, without progress and log."""
-        with self.store.tx() as tx:
+        with self.store.read() as tx:
             return sorted((Job.from_dict(r) for r in tx.active()), key=lambda j: j.created_at)
 
     def _check_rate(self, tx: Tx, requester: str, now: float) -> None:
@@ -359,7 +381,9 @@ class JobQueue:
         previous = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             with self.worker(concurrency) as worker_id:
-                log.info("worker %s consuming %s", worker_id, self.data_dir or "redis")
+                budget = human_size(self.max_memory) if self.max_memory else "no"
+                where = self.data_dir or "redis"
+                log.info("worker %s consuming %s, %s memory budget", worker_id, where, budget)
                 while not stop.wait(1.0):
                     pass
                 log.info("worker %s stopping; waiting for running jobs", worker_id)
@@ -399,7 +423,9 @@ class JobQueue:
                         pending = {str(t.args[0]) for t in self.huey.pending()}
                     if job.id in pending:
                         continue
-                    note, job.queued_at = "its queue message was lost; re-queued", now
+                    job.queued_at = now
+                    # a job passed over for want of memory is offered again, quietly
+                    note = None if job.waiting else "its queue message was lost; re-queued"
                 _save(tx, job, note)
                 with self._queue_errors():
                     self._enqueue(job.id)
@@ -414,7 +440,7 @@ class JobQueue:
         now = time.time()
         for folder in self.scratch_dir.glob(f"{SCRATCH_PREFIX}*"):
             job_id = folder.name.removeprefix(SCRATCH_PREFIX)
-            with self.store.tx() as tx:
+            with self.store.read() as tx:
                 job = _load(tx, job_id)
             alive = (
                 job is not None
@@ -451,17 +477,24 @@ class JobQueue:
     def _execute(self, job_id: str) -> None:
         """The huey task: claim the job (if still queued), run it, record the outcome."""
         now = time.time()
-        with self.store.tx() as tx:
-            job = _load(tx, job_id)
-            if job is None or job.state != "queued":
-                return  # a duplicate message: someone else has (or had) it
-            job.state, job.stage, job.worker_id = "running", None, self._worker_id
-            job.attempts += 1
-            job.started_at = job.heartbeat_at = now
-            _save(tx, job, f"attempt {job.attempts} started on worker {self._worker_id}")
+        with self._claiming:  # a claim and its share of the memory budget: one at a time
+            with self.store.tx() as tx:
+                job = _load(tx, job_id)
+                if job is None or job.state != "queued":
+                    return  # a duplicate message: someone else has (or had) it
+                if (note := self._over_budget(job)) is not None:
+                    if note != job.waiting:  # small workers see it again and again: noted once
+                        job.waiting = note
+                        _save(tx, job, f"not started: {note}")
+                    return  # stays queued: `recover` sends its message again after the lease
+                job.state, job.stage, job.worker_id = "running", None, self._worker_id
+                job.waiting = None
+                job.attempts += 1
+                job.started_at = job.heartbeat_at = now
+                _save(tx, job, f"attempt {job.attempts} started on worker {self._worker_id}")
+            self._running[job_id] = job.estimated_peak or 0
         request = replace(job.request, revision=job.revision or job.request.revision)
         assert self._runner is not None
-        self._running.add(job_id)
         reporter = _JobReporter(self, job_id)
         shutil.rmtree(reporter.workdir, ignore_errors=True)  # an earlier attempt's leftovers
         try:
@@ -477,7 +510,7 @@ class JobQueue:
             outcome = ("failed", None, _paragraph(err))
         finally:
             shutil.rmtree(reporter.workdir, ignore_errors=True)
-            self._running.discard(job_id)
+            self._running.pop(job_id, None)
         with self.store.tx() as tx:
             job = self._owns(tx, job_id)
             if job is None:
@@ -488,6 +521,23 @@ class JobQueue:
             job.state, job.result, job.error = outcome
             job.finished_at = time.time()
             _save(tx, job, job.state if job.error is None else f"failed: {job.error}")
+
+    def _over_budget(self, job: Job) -> str | None:
+        """Why `job` cannot start on this worker for want of memory, or None if it can."""
+        if self.max_memory is None or job.estimated_peak is None:
+            return None
+        peak, budget = human_size(job.estimated_peak), human_size(self.max_memory)
+        if job.estimated_peak > self.max_memory:
+            return (
+                f"waiting for a worker with more memory: its estimated peak, {peak}, is over "
+                f"a worker's {budget} budget"
+            )
+        if job.estimated_peak + sum(self._running.values()) > self.max_memory:
+            return (
+                f"waiting for memory: its estimated peak, {peak}, and the jobs a worker runs "
+                f"exceed that worker's {budget} budget"
+            )
+        return None
 
     def _owns(self, tx: Tx, job_id: str) -> Job | None:
         """The job if this worker still runs it (not re-queued by `recover` meanwhile)."""

@@ -2,17 +2,18 @@
 
 A record is the JSON object of one job (`Job.to_dict()` without progress and log); progress and
 log events are appended to a separate list per job, so a busy job never rewrites its record to
-log a line. Everything happens inside `tx()`, which serializes writers across threads and
-processes (SQLite `BEGIN IMMEDIATE`) or machines (a Redis lock), so a read-modify-write such as
-"claim this job if it is still queued" is atomic.
+log a line. Writes happen inside `tx()`, which serializes writers across threads and processes
+(`SqliteFile`) or machines (a Redis lock), so a read-modify-write such as "claim this job if it
+is still queued" is atomic; `read()` is for reading only and waits for no writer.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -50,6 +51,63 @@ def explained(path: Path) -> Iterator[None]:
         raise StoreError(f"{path} {cause}") from err
 
 
+class SqliteFile:
+    """Short `BEGIN IMMEDIATE` transactions on one SQLite file in WAL mode, from many threads
+    and processes; created with `schema` (a script that ends with a write, so a read-only file
+    fails here, not at the first transaction). sqlite3 errors become `StoreError`s.
+
+    Built for bursts of tiny transactions (the bot's deliveries: docs/benchmarks.md):
+    - this process's threads take turns on a lock before SQLite's. Left to SQLite, a waiting
+      writer polls with sleeps of up to 100 ms while newcomers overtake it: some waited seconds
+      for a file that was free most of the time. Other processes wait in SQLite's busy handler,
+      up to `timeout_s`.
+    - `synchronous=NORMAL`: a commit does not wait for the disk, checkpoints do. The file stays
+      consistent; a power loss or OS crash (not a crash of this process) can lose the last
+      transactions, as Redis's default (fsync once a second) can.
+    - one connection stays open while this object lives: when the last connection to a WAL file
+      closes, SQLite checkpoints and deletes the WAL, which cost a flush per transaction.
+    - yet each transaction opens its own connection, so a file made read-only or replaced is
+      noticed at once (a 503 for a delivery), not written through an old descriptor.
+    """
+
+    def __init__(self, path: Path, schema: str, timeout_s: float) -> None:
+        self.path, self.timeout_s = path, timeout_s
+        self._turn = threading.Lock()
+        with explained(path):
+            self._keep_wal = sqlite3.connect(path, timeout_s)
+            try:
+                self._keep_wal.execute("pragma journal_mode=wal")
+                self._keep_wal.executescript(schema)
+            except BaseException:
+                self._keep_wal.close()
+                raise
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """A transaction: committed at the end of the block, rolled back if it raises."""
+        with explained(self.path), closing(self._connect()) as conn:
+            conn.execute("pragma synchronous=normal")
+            with self._turn:  # opening and closing a connection need no turn
+                conn.execute("begin immediate")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("rollback")
+                    raise
+                conn.execute("commit")
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A snapshot to read (writes fail): in WAL mode no writer waits for it, nor it for one."""
+        with explained(self.path), closing(self._connect()) as conn:
+            conn.execute("pragma query_only=on")
+            conn.execute("begin")  # one snapshot for all its reads, ended by closing
+            yield conn
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, self.timeout_s, isolation_level=None)
+
+
 class Tx(Protocol):
     def get(self, job_id: str) -> Record | None: ...
     def put(self, record: Record) -> None: ...
@@ -63,6 +121,7 @@ class Tx(Protocol):
 
 class Store(Protocol):
     def tx(self) -> AbstractContextManager[Tx]: ...
+    def read(self) -> AbstractContextManager[Tx]: ...
 
 
 SCHEMA = """
@@ -84,29 +143,17 @@ class SqliteStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        with explained(path):
-            conn = sqlite3.connect(path, timeout=60)
-            try:
-                conn.execute("pragma journal_mode=wal")
-                conn.executescript(SCHEMA)
-                conn.execute("pragma user_version = 1")  # a write: a read-only file fails now
-            finally:
-                conn.close()
+        self.file = SqliteFile(path, f"{SCHEMA}pragma user_version = 1;", timeout_s=60)
 
     @contextmanager
     def tx(self) -> Iterator[Tx]:
-        with explained(self.path):
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            try:
-                conn.execute("begin immediate")
-                try:
-                    yield _SqliteTx(conn)
-                except BaseException:
-                    conn.execute("rollback")
-                    raise
-                conn.execute("commit")
-            finally:
-                conn.close()
+        with self.file.tx() as conn:
+            yield _SqliteTx(conn)
+
+    @contextmanager
+    def read(self) -> Iterator[Tx]:
+        with self.file.read() as conn:
+            yield _SqliteTx(conn)
 
 
 class _SqliteTx:
@@ -171,6 +218,11 @@ class RedisStore:
         # A lock's holder dies with its process; `timeout` frees it again (transactions take ms).
         with self.client.lock(f"{self.prefix}lock", timeout=10, blocking_timeout=60):
             yield _RedisTx(self.client, self.prefix)
+
+    @contextmanager
+    def read(self) -> Iterator[Tx]:
+        # No lock: each command reads atomically, records are replaced whole, events only added.
+        yield _RedisTx(self.client, self.prefix)
 
 
 class _RedisTx:

@@ -316,7 +316,7 @@ def test_failed_replies_are_retried_with_backoff(tmp_path: Path) -> None:
         time.sleep(1.0)
         store = client.app.state.store  # type: ignore[attr-defined]
         assert store.open_replies() == []  # owed, but not due again yet: backing off
-    with store._tx() as db:
+    with store.file.tx() as db:
         assert db.execute("select failures, done from replies").fetchall() == [(1, 0)]
 
 

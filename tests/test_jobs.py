@@ -3,6 +3,7 @@ fake runners from tests/job_runners.py; a worker process killed mid-job and repl
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -31,6 +32,10 @@ from tests.job_runners import ledger_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 SHA = "5" * 40
+_spec = importlib.util.spec_from_file_location("bench_fleet", ROOT / "bench" / "fleet.py")
+assert _spec is not None and _spec.loader is not None
+fleet = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fleet)
 
 
 def request(
@@ -297,6 +302,17 @@ def test_two_workers_on_one_redis_queue_run_each_job_once(redis_url: str, ledger
     keys = sorted(row[0] for row in ledger_rows(ledger, "runs"))
     assert keys == sorted(j.key for j in jobs)  # each job ran exactly once
     assert len(ledger_rows(ledger, "prs")) == 6
+
+
+def test_worker_processes_on_one_redis_queue_run_each_job_once(
+    redis_url: str, ledger: str, tmp_path: Path
+) -> None:
+    """bench/fleet.py at a test's size: two `mobius worker` processes, six jobs."""
+    models = fleet.sources(tmp_path / "models", 6)
+    result = fleet.run_fleet(redis_url, models, 2, "tests.job_runners:slow", tmp_path, 120)
+    assert (result["succeeded"], result["started_once"]) == (6, 6), result
+    runs = [row[0] for row in ledger_rows(ledger, "runs")]
+    assert len(runs) == len(set(runs)) == 6  # and the runner itself ran each job once
 
 
 def test_killed_worker_process_is_replaced_and_one_pr_opened(

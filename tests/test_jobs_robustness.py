@@ -3,10 +3,12 @@ attempts are removed, a corrupt or read-only SQLite store is one line naming the
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import time
 import zipfile
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -136,7 +138,9 @@ def test_a_read_only_store_is_one_line_naming_the_file(tmp_path: Path) -> None:
     queue = JobQueue(data, probe=probe())
     queue.submit(request())
     db = data / "jobs.db"
-    for suffix in ("-wal", "-shm"):  # fold the write-ahead log in, so only the file is read
+    with closing(sqlite3.connect(db)) as conn:  # fold the write-ahead log in (`queue` keeps it)
+        conn.execute("pragma wal_checkpoint(truncate)")
+    for suffix in ("-wal", "-shm"):  # so only the file is read
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     subprocess.run(["chattr", "+i", str(db)], check=True)
     try:
