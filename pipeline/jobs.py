@@ -15,6 +15,7 @@ lease (its worker died) and fails it after `Limits.max_attempts` starts. See doc
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import logging
@@ -192,7 +193,8 @@ class JobQueue:
     `~/.cache/mobius/jobs`), for workers on this machine. `runner`: the callable (or
     `module:function`) workers run; only workers need it. `probe`: measures a source at
     submission. `lease_s`: a running job whose heartbeat is older is taken to have lost its worker.
-    `scratch_dir`: where attempts work (`mobius-job-<id>` folders; default the temp dir);
+    `scratch_dir`: where attempts work (`mobius-job-<id>` folders; default a folder of the temp
+    dir named after the store, so queues on one machine never sweep each other's);
     `results_dir`: files kept for requesters (default `<data_dir>/results`, or
     `$MOBIUS_RESULTS_DIR`, or `~/.cache/mobius/results` with Redis). `max_memory`: this worker's
     memory budget in bytes; it starts no job whose estimated peak, with those of the jobs it
@@ -213,9 +215,9 @@ class JobQueue:
     ) -> None:
         self.limits, self.probe, self.lease_s = limits or Limits(), probe, lease_s
         self.max_memory = max_memory
-        self.scratch_dir = Path(scratch_dir or tempfile.gettempdir())
         self._runner_spec = runner
         self.redis_url = redis_url or os.environ.get("MOBIUS_REDIS_URL") or None
+        self.scratch_dir = Path(scratch_dir) if scratch_dir else self._own_scratch(data_dir)
         self.huey: Huey
         self.store: Store
         self.data_dir: Path | None
@@ -431,6 +433,18 @@ class JobQueue:
                     self._enqueue(job.id)
                 requeued.append(job.id)
         return requeued
+
+    def _own_scratch(self, data_dir) -> Path:
+        """A folder in the temp dir for this queue alone (named by its store): the sweep removes
+        every `mobius-job-*` folder its store does not know, so two queues on one machine must
+        not share one."""
+        store = self.redis_url or str(
+            Path(data_dir or os.environ.get("MOBIUS_DATA_DIR") or "~/.cache/mobius/jobs")
+            .expanduser()
+            .resolve()
+        )
+        key = hashlib.sha256(store.encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"mobius-scratch-{key}"
 
     def sweep(self) -> list[Path]:
         """Remove what dead attempts left behind: `mobius-job-<id>` scratch folders of jobs that
