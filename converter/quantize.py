@@ -274,8 +274,8 @@ def _quantize_rows(
     else:
         codes = _codes(values, inverse, offset, top, values)
     if bits == 4:  # a pair of codes as one float (exact below 256): a half-size cast
-        high = np.multiply(codes[1::2], 16)
-        codes = np.add(high, codes[0::2], out=high)
+        pairs = np.multiply(codes[1::2], 16)
+        codes = np.add(pairs, codes[0::2], out=pairs)
     packed.reshape(-1, packed.shape[-1])[...] = codes.astype(np.uint8).T
 
 
