@@ -1,13 +1,13 @@
-"""cpu/int4 conversion time against its I/O floor (issue 16).
+"""cpu/f32 and cpu/int4 conversion time against their I/O floors (issue 16).
 
-The floor is what any conversion of the checkpoint must do: read every byte of it (from the
+A floor is what any conversion of the checkpoint must do: read every byte of it (from the
 page cache: the checkpoint is read once first, so both sides start warm) and write as many
-bytes as the int4 package holds. The int4 side builds and saves in this process (imports
-done beforehand), split into graph build, quantization (summed over the writer threads, the
-checkpoint reads inside it apart) and the rest of the save. Runs alternate floor and build;
-medians of --repeat. Uses bench/convert.py's checkpoint (generated once, cached).
+bytes as that package holds. Each build and save runs in this process (imports done
+beforehand), split into graph build, quantization (summed over threads, the checkpoint reads
+inside it apart) and the rest of the save. Runs alternate floor and build; medians of
+--repeat. Uses bench/convert.py's checkpoint (generated once, cached).
 
-    PYTHONPATH=. python bench/int4_speed.py [--repeat 3] [--json]
+    PYTHONPATH=. python bench/int4_speed.py [--repeat 3] [--dtypes f32 int4] [--json]
 """
 
 from __future__ import annotations
@@ -70,15 +70,15 @@ def io_floor(files: list[Path], package_bytes: int, scratch: Path) -> float:
     return wall
 
 
-def int4_build(source: Path, out: Path) -> dict:
-    """Build and save cpu/int4, timing its stages."""
+def timed_build(source: Path, out: Path, dtype: str) -> dict:
+    """Build and save cpu/`dtype`, timing its stages."""
     quantize, read = Clock(), Clock()
     original_q, original_band = int4_lowering.quantize_blocks, FileRows.band
     int4_lowering.quantize_blocks = quantize.wrap(original_q)
     FileRows.band = read.wrap(original_band)
     try:
         start = time.perf_counter()
-        package = build(str(source), ep="cpu", dtype="int4", progress=False)
+        package = build(str(source), ep="cpu", dtype=dtype, progress=False)
         built = time.perf_counter()
         package.save(out, progress=False)
         wall = time.perf_counter() - start
@@ -90,7 +90,7 @@ def int4_build(source: Path, out: Path) -> dict:
         "wall_s": wall,
         "build_s": built - start,
         "save_s": wall - (built - start),
-        "quantize_thread_s": quantize.seconds - read.seconds,
+        "quantize_thread_s": quantize.seconds - read.seconds if quantize.seconds else 0.0,
         "read_thread_s": read.seconds,
         "package_bytes": size,
     }
@@ -100,48 +100,50 @@ def run(args: argparse.Namespace) -> dict:
     source = make_checkpoint(args.workdir / CHECKPOINT_NAME)
     files = sorted(source.glob("*.safetensors"))
     scratch = Path(tempfile.mkdtemp(dir=args.workdir))
+    results: dict = {"checkpoint_bytes": sum(f.stat().st_size for f in files)}
     try:
         io_floor(files, 0, scratch)  # warm the page cache
-        package_bytes = int4_build(source, scratch / "warmup")["package_bytes"]
-        floors, builds, others = [], [], []
-        for i in range(args.repeat):
-            busy, cpu = busy_cpu_s(), time.process_time()
-            floors.append(io_floor(files, package_bytes, scratch))
-            builds.append(int4_build(source, scratch / "int4"))
-            others.append(busy_cpu_s() - busy - (time.process_time() - cpu))
-            log(f"run {i + 1}: floor {floors[-1]:.2f} s, int4 {builds[-1]['wall_s']:.2f} s")
+        for dtype in args.dtypes:
+            package_bytes = timed_build(source, scratch / "warmup", dtype)["package_bytes"]
+            floors, builds, others = [], [], []
+            for i in range(args.repeat):
+                busy, cpu = busy_cpu_s(), time.process_time()
+                floors.append(io_floor(files, package_bytes, scratch))
+                builds.append(timed_build(source, scratch / dtype, dtype))
+                others.append(busy_cpu_s() - busy - (time.process_time() - cpu))
+                wall = builds[-1]["wall_s"]
+                log(f"{dtype} run {i + 1}: floor {floors[-1]:.2f} s, build {wall:.2f} s")
+            median = {key: statistics.median(b[key] for b in builds) for key in builds[0]}
+            floor = statistics.median(floors)
+            results[dtype] = {
+                **median,
+                "floor_s": floor,
+                "floors_s": floors,
+                "walls_s": [b["wall_s"] for b in builds],
+                "ratio": median["wall_s"] / floor,
+                "others_cpu_s": others,
+            }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    median = {key: statistics.median(b[key] for b in builds) for key in builds[0]}
-    floor = statistics.median(floors)
-    return {
-        "checkpoint_bytes": sum(f.stat().st_size for f in files),
-        "floor_s": floor,
-        "floors_s": floors,
-        "int4": median,
-        "int4_walls_s": [b["wall_s"] for b in builds],
-        "ratio": median["wall_s"] / floor,
-        "others_cpu_s": others,
-        "load_average": os.getloadavg(),
-    }
+    return {**results, "load_average": os.getloadavg()}
 
 
 def report(r: dict) -> str:
-    q = r["int4"]
-    return "\n".join(
-        [
-            f"I/O floor (read {r['checkpoint_bytes'] / 1e9:.2f} GB cached + write "
-            f"{q['package_bytes'] / 1e9:.2f} GB): {r['floor_s']:.2f} s "
-            f"(runs {_list(r['floors_s'])})",
-            f"cpu/int4 build + save: {q['wall_s']:.2f} s (runs {_list(r['int4_walls_s'])})"
-            f" = {r['ratio']:.2f}x the floor",
-            f"  graph build {q['build_s']:.2f} s, save {q['save_s']:.2f} s; inside the save, "
-            f"summed over writer threads: quantization {q['quantize_thread_s']:.2f} s, "
-            f"checkpoint reads {q['read_thread_s']:.2f} s",
-            f"other processes' CPU per run: {_list(r['others_cpu_s'], 1)} s; load average "
-            + " ".join(f"{x:.2f}" for x in r["load_average"]),
+    lines = []
+    for dtype, b in r.items():
+        if not isinstance(b, dict):
+            continue
+        lines += [
+            f"cpu/{dtype}: build + save {b['wall_s']:.2f} s (runs {_list(b['walls_s'])}) = "
+            f"{b['ratio']:.2f}x its I/O floor {b['floor_s']:.2f} s (runs {_list(b['floors_s'])}:"
+            f" read {r['checkpoint_bytes'] / 1e9:.2f} GB cached + write "
+            f"{b['package_bytes'] / 1e9:.2f} GB)",
+            f"  graph build {b['build_s']:.2f} s, save {b['save_s']:.2f} s; inside the save, "
+            f"summed over threads: quantization {b['quantize_thread_s']:.2f} s, "
+            f"checkpoint reads {b['read_thread_s']:.2f} s; other processes' CPU per run: "
+            f"{_list(b['others_cpu_s'], 1)} s",
         ]
-    )
+    return "\n".join([*lines, "load average " + " ".join(f"{x:.2f}" for x in r["load_average"])])
 
 
 def _list(values, digits: int = 2) -> str:
@@ -151,6 +153,9 @@ def _list(values, digits: int = 2) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
+    parser.add_argument(
+        "--dtypes", nargs="+", choices=("f32", "int4"), default=["f32", "int4"], help="builds"
+    )
     parser.add_argument(
         "--workdir",
         type=Path,
