@@ -41,14 +41,19 @@ STORED_POSITIONS = 131072
 
 
 def stored_cos_sin(op, rope: Rope, dtype: ir.DataType, name: str):
-    """cos and sin for positions 0..max_position_embeddings-1 as [positions, rotary_dim / 2]
+    """cos and sin for the rope's positions (max_position_embeddings, or the original length
+    times the factor of a scaled rope, whichever is more) as [positions, rotary_dim / 2]
     initializers `{name}.cos_cache` and `{name}.sin_cache` in `dtype`, or None where the table
     must be computed per step (frequencies that depend on the length, multimodal rows, or more
     positions than STORED_POSITIONS)."""
     length_dependent = rope.kind in ("dynamic", "longrope") or rope.mrope_section is not None
-    if length_dependent or rope.max_position_embeddings > STORED_POSITIONS:
+    # a scaled rope reaches its original length times its factor (Qwen2.5's YaRN configs keep
+    # max_position_embeddings at the original 32k)
+    scaled = int((rope.original_max_position_embeddings or 0) * rope.factor)
+    length = max(rope.max_position_embeddings, scaled)
+    if length_dependent or length > STORED_POSITIONS:
         return None
-    positions = np.arange(rope.max_position_embeddings, dtype=np.float32)
+    positions = np.arange(length, dtype=np.float32)
     freqs = np.outer(positions, rope.inv_freq().astype(np.float32))  # f32, as in the graph
     cos, sin = np.cos(freqs), np.sin(freqs)
     if rope.reverse:
