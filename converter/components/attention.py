@@ -16,7 +16,7 @@ from onnxscript import nn
 from converter.components.linear import Linear, PackedLinear
 from converter.components.masks import alibi_bias, attention_masks
 from converter.components.norms import make_norm, per_head
-from converter.components.rotary import rotary_cos_sin
+from converter.components.rotary import rotary_cos_sin, stored_cos_sin
 from converter.config.alibi import Alibi
 from converter.config.rope import Rope
 from converter.errors import ConfigError
@@ -83,7 +83,24 @@ class Attention(nn.Module):
             return norm(op, x)
         return per_head(op, norm, x, self.spec.head_dim)
 
+    def _joined_qkv(self, op, x, kernel):
+        """q, k and v side by side, for a kernel that splits them itself (saves a Split per
+        layer); None where this layer transforms them apart or projects them its own way."""
+        plain = type(self)._project is Attention._project and self.qk_norm is None
+        takes = getattr(kernel, "takes_joined_qkv", None)
+        if not plain or self.clip is not None or takes is None or not takes(self.spec):
+            return None
+        if self.fused:
+            return getattr(self, self.qkv_proj_name)(op, x)
+        return self.qkv(op, x, split=False) if self.qkv.packed else None
+
     def forward(self, op, x, kernel, past_key, past_value):
+        joined = self._joined_qkv(op, x, kernel)
+        if joined is not None:
+            y, present_key, present_value = kernel(
+                op, joined, None, None, past_key, past_value, self.spec, sinks=self.sinks
+            )
+            return self._output(op, y, x), present_key, present_value
         q, k, v = self._project(op, x)
         if self.qk_norm is not None:
             q_name, k_name = self.qk_norm_names
@@ -211,11 +228,11 @@ class StandardAttention:
 class GroupQueryAttention:
     """com.microsoft GroupQueryAttention, with rotary inside (do_rotary=1) when allowed.
 
-    Sequence lengths come from attention_mask; the cos/sin caches are computed in the
-    graph for positions 0..total-1, so every rope scaling stays exact. Like the kernel,
-    this assumes unpadded or right-padded rows (what onnxruntime-genai feeds). When the
-    kernel cannot rotate (`rotary_inside` False), the opset-23 op rotates q and k first.
-    `ep` says how its kernel reads local_window_size.
+    Sequence lengths come from attention_mask; the cos/sin caches are stored whole where the
+    rope allows it, else computed in the graph for positions 0..total-1, so every rope scaling
+    stays exact. Like the kernel, this assumes unpadded or right-padded rows (what
+    onnxruntime-genai feeds). When the kernel cannot rotate (`rotary_inside` False), the
+    opset-23 op rotates q and k first. `ep` says how its kernel reads local_window_size.
     """
 
     def __init__(self, op, dtype, attention_mask, position_ids, rotary_inside: bool, ep):
@@ -224,16 +241,24 @@ class GroupQueryAttention:
         self.rotate = Rotary(dtype, position_ids)
         lengths = op.ReduceSum(attention_mask, [1], keepdims=0)
         self.seqlens_k = op.Cast(op.Sub(lengths, 1), to=ir.DataType.INT32)
-        total = op.Shape(attention_mask, start=1, end=2)
-        self.total = op.Cast(op.Squeeze(total), to=ir.DataType.INT32)
-        self.positions = op.Unsqueeze(op.Range(0, op.Squeeze(total), 1), [0])
+        self.total_i64 = op.Squeeze(op.Shape(attention_mask, start=1, end=2))
+        self.total = op.Cast(self.total_i64, to=ir.DataType.INT32)
         self.caches: dict[Rope, tuple] = {}
 
     def _cache(self, op, rope: Rope):
         if rope not in self.caches:
-            cos, sin = rotary_cos_sin(op, self.positions, rope, self.dtype)
-            self.caches[rope] = (op.Squeeze(cos, [0]), op.Squeeze(sin, [0]))
+            stored = stored_cos_sin(op, rope, self.dtype, f"rotary{len(self.caches)}")
+            if stored is None:
+                positions = op.Unsqueeze(op.Range(0, self.total_i64, 1), [0])
+                cos, sin = rotary_cos_sin(op, positions, rope, self.dtype)
+                stored = (op.Squeeze(cos, [0]), op.Squeeze(sin, [0]))
+            self.caches[rope] = stored
         return self.caches[rope]
+
+    def takes_joined_qkv(self, spec: AttentionSpec) -> bool:
+        """Whether q, k and v may come as one tensor (k and v None): unless rotary is applied
+        before the kernel."""
+        return spec.rope is None or self.rotary_inside
 
     def __call__(self, op, q, k, v, past_key, past_value, spec: AttentionSpec, sinks=None):
         inside = spec.rope is not None and self.rotary_inside

@@ -92,7 +92,9 @@ class PackedLinear(nn.Module):
             **plan.quantized_matmuls(matmuls),
         }
 
-    def forward(self, op, x):
+    def forward(self, op, x, split: bool = True):
+        """The parts' outputs, or with `split` False (only when `packed`) the packed output,
+        the parts side by side."""
         if not self.packed:
             outs = [op.MatMul(x, op.Transpose(w, perm=[1, 0])) for w in self.weights]
             if self.biases:
@@ -102,4 +104,4 @@ class PackedLinear(nn.Module):
         y = op.MatMul(x, op.Transpose(weight, perm=[1, 0]))
         if self.biases:
             y = op.Add(y, op.Concat(*self.biases, axis=0))
-        return op.Split(y, self.sizes, axis=-1, _outputs=len(self.sizes))
+        return op.Split(y, self.sizes, axis=-1, _outputs=len(self.sizes)) if split else y

@@ -1,8 +1,10 @@
-"""Rotary cos/sin tables computed in the graph from position_ids.
+"""Rotary cos/sin tables: computed in the graph from position_ids, or stored whole.
 
-Computing them per position (instead of slicing a precomputed cache) keeps the
-graph valid at any length and lets the scalings that depend on the sequence
-length (dynamic NTK, LongRoPE's short/long switch) be expressed exactly.
+Computing them per position keeps the graph valid at any length and lets the scalings that
+depend on the sequence length (dynamic NTK, LongRoPE's short/long switch) be expressed
+exactly. GroupQueryAttention reads a table indexed by position; where the frequencies do not
+depend on the length, `stored_cos_sin` holds it as initializers, so a decode step does not
+recompute every position up to the current one.
 """
 
 from __future__ import annotations
@@ -31,6 +33,37 @@ def _inverse_frequencies(op, rope: Rope, seq_len):
         exponents = _const(op, np.arange(0, rope.dim, 2, dtype=np.float32) / rope.dim)
         return op.Reciprocal(op.Pow(base, exponents))
     return _const(op, rope.inv_freq())
+
+
+# positions a stored table may hold (128k: 64 MB for 64 frequencies in f32); longer contexts
+# compute the table in the graph
+STORED_POSITIONS = 131072
+
+
+def stored_cos_sin(op, rope: Rope, dtype: ir.DataType, name: str):
+    """cos and sin for the rope's positions (max_position_embeddings, or the original length
+    times the factor of a scaled rope, whichever is more) as [positions, rotary_dim / 2]
+    initializers `{name}.cos_cache` and `{name}.sin_cache` in `dtype`, or None where the table
+    must be computed per step (frequencies that depend on the length, multimodal rows, or more
+    positions than STORED_POSITIONS)."""
+    length_dependent = rope.kind in ("dynamic", "longrope") or rope.mrope_section is not None
+    # a scaled rope reaches its original length times its factor (Qwen2.5's YaRN configs keep
+    # max_position_embeddings at the original 32k)
+    scaled = int((rope.original_max_position_embeddings or 0) * rope.factor)
+    length = max(rope.max_position_embeddings, scaled)
+    if length_dependent or length > STORED_POSITIONS:
+        return None
+    positions = np.arange(length, dtype=np.float32)
+    freqs = np.outer(positions, rope.inv_freq().astype(np.float32))  # f32, as in the graph
+    cos, sin = np.cos(freqs), np.sin(freqs)
+    if rope.reverse:
+        sin = -sin
+    scaling = np.float32(rope.attention_scaling())
+    numpy_dtype = ir.DataType(dtype).numpy()
+    return tuple(
+        op.initializer(ir.tensor((table * scaling).astype(numpy_dtype)), f"{name}.{part}_cache")
+        for table, part in ((cos, "cos"), (sin, "sin"))
+    )
 
 
 def rotary_cos_sin(op, position_ids, rope: Rope, dtype: ir.DataType):

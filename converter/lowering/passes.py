@@ -182,6 +182,8 @@ def fuse_skip_norms(model: ir.Model) -> int:
             num_outputs=4,
             name=f"{norm.name}/skip",
         )
+        for unused in fused.outputs[1:3]:  # mean and inverse std, which onnxruntime then skips
+            unused.name = ""
         graph.insert_before(norm, fused)
         take_place(norm.outputs[0], fused.outputs[0])
         add.outputs[0].replace_all_uses_with(fused.outputs[3])

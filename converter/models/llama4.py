@@ -144,6 +144,8 @@ class Llama4Attention(Attention):
         self.tuned = cfg.temperature is not None and self.spec.rope is None
 
     def forward(self, op, x, kernel, past_key, past_value):
+        if not (self.l2_norm or self.tuned):
+            return super().forward(op, x, kernel, past_key, past_value)
         q, k, v = self._project(op, x)
         spec = self.spec
         if self.l2_norm:  # after rotating, so the kernel gets them rotated

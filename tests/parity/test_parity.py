@@ -11,10 +11,12 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import onnx_ir as ir
 import pytest
 
 from converter import build
 from converter.config import SLIDING
+from converter.lowering.passes import is_initializer
 from converter.validate.metrics import compare
 from converter.validate.reference import TransformersReference
 from converter.validate.runtime import OnnxDecoder
@@ -91,6 +93,56 @@ def test_cpu_graph_runs_group_query_attention(converted):
     if "window16" in case:  # the fused path whole: window and rotary inside the kernel
         assert SLIDING in cfg.layer_types
         assert all(n.attributes.get_int("do_rotary") == 1 for n in nodes)
+
+
+def test_cpu_rotary_tables_are_stored_where_the_rope_allows(converted):
+    """GroupQueryAttention rotating by a rope whose frequencies do not depend on the length
+    reads stored cos/sin tables (none recomputed per step); dynamic NTK and LongRoPE compute
+    theirs in the graph."""
+    package = converted[2]["cpu"]
+    cfg = package.config
+    nodes = [n for n in package.model.graph if n.op_type == "GroupQueryAttention"]
+    for index, node in enumerate(nodes):
+        if node.attributes.get_int("do_rotary") != 1:
+            continue
+        rope = cfg.rope_of(index)
+        storable = rope.kind not in ("dynamic", "longrope")
+        assert storable == all(is_initializer(node.inputs[i]) for i in (7, 8)), rope.kind
+    if nodes and all(is_initializer(n.inputs[7]) for n in nodes):
+        assert not {"Cos", "Sin"} & {n.op_type for n in package.model.graph}
+
+
+def test_cpu_group_query_attention_splits_packed_qkv_itself(converted):
+    """No GroupQueryAttention reads q, k and v from a Split of the shared attention's packed
+    projection (`q_proj+k_proj+v_proj` or a fused `qkv_proj`): the kernel takes it whole,
+    key and value left empty. Families with attention of their own may still split."""
+    for node in converted[2]["cpu"].model.graph:
+        if node.op_type != "GroupQueryAttention" or node.inputs[1] is None:
+            continue
+        split = node.inputs[0].producer()
+        if split.op_type == "Split" and {v.producer() for v in node.inputs[:3]} == {split}:
+            names = _weights_before(split)
+            assert not any(f".{p}." in n for p in _PACKED_QKV for n in names), node.name
+
+
+_PACKED_QKV = ("q_proj+k_proj+v_proj", "qkv_proj")
+
+
+def _weights_before(node: ir.Node) -> list[str]:
+    """Names of the initializers read by the projection (MatMul, then a bias Add) feeding
+    `node`."""
+    names, producer = [], node.inputs[0].producer()
+    while producer is not None and producer.op_type in ("Add", "MatMul", "MatMulNBits"):
+        names += [v.name for v in producer.inputs if is_initializer(v)]
+        producer = producer.inputs[0].producer()
+    return names
+
+
+def test_cpu_skip_norms_leave_their_statistics_unwritten(converted):
+    """The fused skip norms name no mean / inverse-std outputs (onnxruntime then skips them)."""
+    for node in converted[2]["cpu"].model.graph:
+        if node.op_type.startswith("Skip"):
+            assert [v.name for v in node.outputs[1:3]] == ["", ""], node.name
 
 
 def test_cpu_graph_runs_experts_in_the_moe_kernel(converted):
