@@ -12,21 +12,16 @@ import transformers
 from mobius.cli import main
 from tests.gguf_files import write_gguf
 from tests.gguf_tokenizers import byte_level_metadata
+from tests.test_genai import NEW_TOKENS, _genai_greedy
 
 TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
 PROMPT = "The river ran past the old mill, and"
 
 
 def _greedy(package: Path) -> tuple[list[int], list[int]]:
-    model = og.Model(str(package))
-    prompt = list(og.Tokenizer(model).encode(PROMPT))
-    params = og.GeneratorParams(model)
-    params.set_search_options(do_sample=False, max_length=len(prompt) + 24)
-    generator = og.Generator(model, params)
-    generator.append_tokens(prompt)
-    while not generator.is_done():
-        generator.generate_next_token()
-    return prompt, list(generator.get_sequence(0))[len(prompt) :]
+    """The package's own tokenization of PROMPT, and its greedy continuation."""
+    prompt = list(og.Tokenizer(og.Model(str(package))).encode(PROMPT))
+    return prompt, _genai_greedy(package, prompt)
 
 
 def test_a_gguf_file_generates_what_its_source_folder_does(tmp_path):
@@ -39,4 +34,4 @@ def test_a_gguf_file_generates_what_its_source_folder_does(tmp_path):
     assert main(["build", "--model", str(TINY_LLAMA), *args]) == 0
     prompt, tokens = _greedy(tmp_path / "from-gguf")
     assert (prompt, tokens) == _greedy(tmp_path / "from-folder")
-    assert len(tokens) == 24
+    assert len(tokens) == NEW_TOKENS
