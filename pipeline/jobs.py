@@ -217,7 +217,6 @@ class JobQueue:
         self.max_memory = max_memory
         self._runner_spec = runner
         self.redis_url = redis_url or os.environ.get("MOBIUS_REDIS_URL") or None
-        self.scratch_dir = Path(scratch_dir) if scratch_dir else self._own_scratch(data_dir)
         self.huey: Huey
         self.store: Store
         self.data_dir: Path | None
@@ -247,6 +246,7 @@ class JobQueue:
         if not results:
             results = self.data_dir / "results" if self.data_dir else "~/.cache/mobius/results"
         self.results_dir = Path(results).expanduser()
+        self.scratch_dir = Path(scratch_dir) if scratch_dir else self._own_scratch()
         self._enqueue = self.huey.task(name="run_job")(self._execute)
         self._worker_id: str | None = None
         self._runner: Runner | None = None
@@ -434,15 +434,11 @@ class JobQueue:
                 requeued.append(job.id)
         return requeued
 
-    def _own_scratch(self, data_dir) -> Path:
+    def _own_scratch(self) -> Path:
         """A folder in the temp dir for this queue alone (named by its store): the sweep removes
         every `mobius-job-*` folder its store does not know, so two queues on one machine must
         not share one."""
-        store = self.redis_url or str(
-            Path(data_dir or os.environ.get("MOBIUS_DATA_DIR") or "~/.cache/mobius/jobs")
-            .expanduser()
-            .resolve()
-        )
+        store = self.redis_url or str(self.data_dir.resolve())
         key = hashlib.sha256(store.encode()).hexdigest()[:12]
         return Path(tempfile.gettempdir()) / f"mobius-scratch-{key}"
 

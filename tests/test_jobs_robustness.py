@@ -3,6 +3,7 @@ attempts are removed, a corrupt or read-only SQLite store is one line naming the
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -67,6 +68,24 @@ def test_a_dead_workers_scratch_folder_is_removed_by_the_next_attempt_and_at_sta
         job = wait_for(queue, job_id, timeout=30)
     assert job.state == "succeeded" and job.attempts == 2
     assert not left.exists() and unrelated.is_dir()
+
+
+def test_queues_on_one_machine_keep_their_scratch_folders_apart(tmp_path: Path) -> None:
+    """Each queue's default scratch folder is named after its store: one queue's start-up sweep
+    never removes a folder of a job another queue on the same machine is running."""
+    mine = JobQueue(tmp_path / "a", runner=seen_workdirs, probe=probe())
+    other = JobQueue(tmp_path / "b", runner=seen_workdirs, probe=probe())
+    assert mine.scratch_dir != other.scratch_dir
+    assert JobQueue(tmp_path / "a", runner=seen_workdirs, probe=probe()).scratch_dir == (
+        mine.scratch_dir
+    )
+    running = other.scratch_dir / f"{SCRATCH_PREFIX}feedfacefeedface"
+    running.mkdir(parents=True)
+    try:
+        assert mine.sweep() == [] and running.is_dir()
+    finally:
+        shutil.rmtree(other.scratch_dir, ignore_errors=True)
+        shutil.rmtree(mine.scratch_dir, ignore_errors=True)
 
 
 def test_a_new_attempt_starts_in_an_empty_folder(tmp_path: Path) -> None:
