@@ -30,10 +30,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     exit code."""
     b = commands.add_parser("build", help="convert a Hub repo or local folder to an ONNX package")
     b.add_argument("--model", required=True, help="Hub repo id or local folder")
-    b.add_argument("--output", required=True, type=Path, help="folder to write the package to")
-    b.add_argument("--dtype", default="f32", choices=tuple(DTYPES))
-    b.add_argument("--ep", default="default", choices=tuple(EXECUTION_PROVIDERS))
-    b.add_argument("--int4-block-size", type=int, default=32, choices=(16, 32, 64, 128))
+    _target_options(b, "int4 quantization block along the input dimension")
     b.add_argument("--int4-asymmetric", action="store_true", help="int4 with per-block zero points")
     b.add_argument(
         "--int4-method",
@@ -42,7 +39,6 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="int4 block scales: round-to-nearest, or a per-block search for the scale that "
         f"reconstructs each block best (slower; no calibration data); default {DEFAULT_METHOD}",
     )
-    _head_bits_option(b)
     b.add_argument(
         "--task",
         choices=sorted(TASKS),
@@ -60,49 +56,16 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="N",
         help="the static-cache feature's cache size: prompt and generated tokens per row",
     )
-    b.add_argument(
-        "--release",
-        action="store_true",
-        help="save the graphs without debug and provenance metadata (doc strings, node origins)",
-    )
     b.add_argument("--revision", help="Hub branch, tag or commit (default: main)")
-    b.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    b.add_argument(
-        "--json", action="store_true", help="print the package's path and manifest as JSON"
-    )
-    # SUPPRESS as default: `mobius --debug build ...` must not be reset to False here.
-    b.add_argument(
-        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-    )
+    _save_options(b)
     b.set_defaults(handler=_build)
 
     g = commands.add_parser(
         "build-gguf", help="convert a GGUF file (llama.cpp's format) to an ONNX package"
     )
     g.add_argument("file", type=Path, help="the .gguf file")
-    g.add_argument("--output", required=True, type=Path, help="folder to write the package to")
-    g.add_argument("--dtype", default="f32", choices=tuple(DTYPES))
-    g.add_argument("--ep", default="default", choices=tuple(EXECUTION_PROVIDERS))
-    g.add_argument(
-        "--int4-block-size",
-        type=int,
-        default=32,
-        choices=(16, 32, 64, 128),
-        help="int4 block (32 keeps Q4_0 blocks as they are; others requantize them)",
-    )
-    _head_bits_option(g)
-    g.add_argument(
-        "--release",
-        action="store_true",
-        help="save the graphs without debug and provenance metadata (doc strings, node origins)",
-    )
-    g.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    g.add_argument(
-        "--json", action="store_true", help="print the package's path and manifest as JSON"
-    )
-    g.add_argument(
-        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-    )
+    _target_options(g, "int4 block (32 keeps Q4_0 blocks as they are; others requantize them)")
+    _save_options(g)
     g.set_defaults(handler=_build_gguf)
 
     v = commands.add_parser("validate", help="check a package in onnxruntime against a reference")
@@ -150,13 +113,37 @@ def _build(args: argparse.Namespace) -> int:
     return _saved(package, args)
 
 
-def _head_bits_option(parser: argparse.ArgumentParser) -> None:
+def _target_options(parser: argparse.ArgumentParser, block_help: str) -> None:
+    """What `build` and `build-gguf` make and where it goes."""
+    parser.add_argument("--output", required=True, type=Path, help="folder to write the package to")
+    parser.add_argument("--dtype", default="f32", choices=tuple(DTYPES))
+    parser.add_argument("--ep", default="default", choices=tuple(EXECUTION_PROVIDERS))
+    parser.add_argument(
+        "--int4-block-size", type=int, default=32, choices=(16, 32, 64, 128), help=block_help
+    )
     parser.add_argument(
         "--int4-head-bits",
         default="8",
         choices=("8", "4", "float"),
         help="int4 builds: bits of the LM head and the token embedding (where the EP can "
         "gather quantized rows); default 8",
+    )
+
+
+def _save_options(parser: argparse.ArgumentParser) -> None:
+    """How `build` and `build-gguf` save the package and report it."""
+    parser.add_argument(
+        "--release",
+        action="store_true",
+        help="save the graphs without debug and provenance metadata (doc strings, node origins)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.add_argument(
+        "--json", action="store_true", help="print the package's path and manifest as JSON"
+    )
+    # SUPPRESS as default: `mobius --debug build ...` must not be reset to False here.
+    parser.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
 
 
