@@ -126,7 +126,7 @@ def _target_options(parser: argparse.ArgumentParser, block_help: str) -> None:
         default="8",
         choices=("8", "4", "float"),
         help="int4 builds: bits of the LM head and the token embedding (where the EP can "
-        "gather quantized rows); default 8",
+        "gather quantized rows; a tied pair is stored once); default 8, in blocks of 128",
     )
 
 

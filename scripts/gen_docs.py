@@ -202,12 +202,11 @@ def render_execution_providers() -> str:
         "",
         "int4 is block-wise round-to-nearest weight quantization (block 32 by default; "
         "`--int4-block-size 16|64|128`, `--int4-asymmetric` for zero points). The lm_head is "
-        "quantized to 8-bit blocks (`--int4-head-bits 4` for 4 bits, `float` to keep it in "
-        "the activation dtype; a head tied to the embeddings gets a quantized copy), and EPs "
-        "that have "
-        "`GatherBlockQuantized` read the token embedding from 8-bit rows too (blocks of 128). "
-        "On GPU EPs int4 means q4f16: int4 "
-        "weights with f16 activations.",
+        "quantized to 8-bit blocks of 128 (`--int4-head-bits 4` for 4 bits in the int4 "
+        "blocks, `float` to keep it in the activation dtype), and EPs that have "
+        "`GatherBlockQuantized` read the token embedding from rows quantized alike; a head "
+        "tied to the embeddings shares the one quantized table. On GPU EPs int4 means q4f16: "
+        "int4 weights with f16 activations.",
         "",
         "`--int4-method search` (no calibration data) picks each block's scale from a few "
         "candidates around round-to-nearest's (shrunk to clip the extremes, and the symmetric "

@@ -30,8 +30,8 @@ def dequantized_copy(
 ):
     """Every Linear and Conv1D weight in int4 blocks; the LM head and, with `embedding` (EPs
     that gather quantized rows), the token embedding at `head_bits` (None: left float), as
-    int4 builds quantize them: the head in blocks of `block_size`, an embedding of its own in
-    8-bit blocks of 128; a head tied to a float embedding gets a quantized copy. Position
+    int4 builds quantize them (8 bits in blocks of 128, 4 in blocks of `block_size`); a head
+    tied to a float embedding gets a quantized copy. Position
     tables are never quantized, nor latent attention's kv_b_proj, which the graph reads as
     per-head matrices (components/mla.py), nor Switch Transformers' routers, which it keeps
     float. `method` picks the block scales (converter/quantize.py), as the build's int4 method."""
@@ -40,13 +40,10 @@ def dequantized_copy(
         return quantize_blocks(weight, block_size, symmetric, 4, method).dequantize()
 
     def head(weight: np.ndarray) -> np.ndarray:
-        return quantize_blocks(weight, block_size, symmetric, head_bits, method).dequantize()
-
-    def rows(weight: np.ndarray) -> np.ndarray:
         block = 128 if head_bits == 8 else block_size
         return quantize_blocks(weight, block, symmetric, head_bits, method).dequantize()
 
-    tables = (head, rows if embedding else None) if head_bits else (None, None)
+    tables = (head, head if embedding else None) if head_bits else (None, None)
     return _replaced(model, int4, *tables)
 
 

@@ -30,14 +30,15 @@ RNG = np.random.default_rng(1)
 PROMPT = RNG.integers(3, 128, size=(1, 7))
 STEPS = [RNG.integers(3, 128, size=(1, 1)) for _ in range(3)]
 # Measured on these configs (worst): f16 cosine 0.99999, rel 0.2%, top-1 100%; int4 cosine
-# 0.9973, rel 4.6%, top-1 80% (random logits have near ties; int4 activations are int8 on CPU,
-# the 8-bit head's too: the head adds the most, as it reads the final norm's large values);
+# 0.9969, rel 4.8%, top-1 80% (random logits have near ties; int4 activations are int8 on CPU,
+# the 8-bit head's too, per block of 128: the head adds the most, as it reads the final norm's
+# large values);
 # int8 cosine 0.9964, rel 5.5%, top-1 80% (its activations are rounded to uint8 with one scale
 # per tensor, coarser than int4's blocks of 32).
 BOUNDS = {
     "f16": {"cosine": 0.9999, "relative": 0.01, "top1": 0.9},
     "int8": {"cosine": 0.99, "relative": 0.1, "top1": 0.6},
-    "int4": {"cosine": 0.997, "relative": 0.05, "top1": 0.6},
+    "int4": {"cosine": 0.996, "relative": 0.05, "top1": 0.6},
 }
 # The quantized dtypes and the op their weight MatMuls become on fused EPs.
 QUANTIZED_OP = {"int8": "MatMulInteger", "int4": "MatMulNBits"}
@@ -166,12 +167,15 @@ def test_int4_lm_head_and_embedding_are_exact_up_to_rounding(case, bits, tmp_pat
     graph = onnx.load(tmp_path / "onnx" / "model.onnx").graph
     ops = [n.op_type for n in graph.node]
     assert "GatherBlockQuantized" in ops and "Gather" not in ops
-    bits_of = {
-        n.op_type: next(a.i for a in n.attribute if a.name == "bits")
-        for n in graph.node
-        if n.op_type == "GatherBlockQuantized" or "lm_head" in n.name or "embed" in n.name
-    }
-    assert set(bits_of.values()) == {bits}, bits_of
+    (gather,) = [n for n in graph.node if n.op_type == "GatherBlockQuantized"]
+    head = [n for n in graph.node if n.op_type == "MatMulNBits"][-1]  # the last projection
+    tables = [
+        {a.name: a.i for a in n.attribute if a.name in ("bits", "block_size")}
+        for n in (gather, head)
+    ]
+    assert tables == [{"bits": bits, "block_size": 128 if bits == 8 else 32}] * 2, tables
+    (view,) = [n for n in graph.node if n.output[0] == gather.input[0]]  # a Reshape of codes
+    assert (view.input[0] == head.input[1]) == (case == "qwen2")  # a tied table stored once
     actual = OnnxDecoder(tmp_path / "onnx").run(PROMPT, mask, STEPS)
     cosine, relative, _ = _compare(expected, actual)
     assert cosine >= BOUNDS["int4"]["cosine"] and relative <= BOUNDS["int4"]["relative"]

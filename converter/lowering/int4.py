@@ -29,7 +29,7 @@ class Int4:
     """int4 weight quantization settings (block-wise; `method` "rtn" or "search" picks the
     scales, converter/quantize.py). `head_bits`: the LM head's and the token table's (where the
     EP gathers quantized rows) bits, 8 or 4; None keeps them in the activation dtype. A head
-    tied to the table gets a quantized copy."""
+    tied to the table shares its quantized codes, or gets a quantized copy of a float one."""
 
     block_size: int = 32
     symmetric: bool = True
@@ -48,10 +48,10 @@ class Int4:
             raise MobiusError(f"int4 head bits {self.head_bits} must be 4 or 8 (or float)")
 
     @property
-    def table_block_size(self) -> int:
-        """An embedding table of its own (not the head's): gathered 8-bit rows keep their
-        precision over long blocks, so 128 (the largest) saves scales. The head keeps the
-        int4 blocks: MatMulNBits quantizes its activations per weight block."""
+    def head_block_size(self) -> int:
+        """The head's and the token table's blocks: 8-bit ones keep their precision over 128
+        values (the largest block: a quarter of the scales, and MatMulNBits' 8-bit kernel
+        reads a head of 128-blocks 1.6x faster than one of 32); 4-bit ones are int4's."""
         return 128 if self.head_bits == 8 else self.block_size
 
 
@@ -88,16 +88,17 @@ def quantize_matmuls(
                 f"'{weight.name}' is floating point in a checkpoint quantized by Olive, whose "
                 "non-expert projections mobius binds as packed INT4 only (no requantization)"
             )
-        bits = int4.head_bits if head else 4
+        bits, block_size = (int4.head_bits, int4.head_block_size) if head else (4, None)
         if ep.has(MATMUL_NBITS):
             quantized = quantizers.setdefault(
-                weight.name, _LazyQ4(weight.const_value, layout_nk, int4, bits=bits)
+                weight.name,
+                _LazyQ4(weight.const_value, layout_nk, int4, bits=bits, block_size=block_size),
             )
             _to_matmul_nbits(graph, node, weight.name, quantized, ep, act)
             model.opset_imports.setdefault(MS_DOMAIN, 1)
         else:
             quantized = dequantizers.get(weight.name) or _LazyQ4(
-                weight.const_value, layout_nk, int4, to_dequantize_linear, bits
+                weight.const_value, layout_nk, int4, to_dequantize_linear, bits, block_size
             )
             dequantizers[weight.name] = quantized
             _to_dequantize_linear(graph, node, weight.name, quantized, act)
@@ -119,9 +120,9 @@ def quantize_embedding(
 
     The codes of a MatMulNBits weight are exactly the kernel's uint8 `data` (4 bits: two
     values per byte, low nibble first, zero point 8 when symmetric; 8 bits: one per byte,
-    zero point 128), reshaped to [rows, columns * bits / 8] once the padding of a partial last
-    block is cut off (the kernel counts ceil(columns / block_size) scales per row). Returns
-    how many Gathers were replaced (0 or 1).
+    zero point 128) once viewed as [rows, padded columns * bits / 8], with the same scales
+    and zero points, so a head tied to the table shares them. Returns how many Gathers were
+    replaced (0 or 1).
     """
     graph = model.graph
     for node in list(graph):
@@ -129,7 +130,7 @@ def quantize_embedding(
         if weight is None or weight.name != table or not is_initializer(weight):
             continue
         q = quantizers.get(weight.name) or _LazyQ4(
-            weight.const_value, True, int4, bits=int4.head_bits, block_size=int4.table_block_size
+            weight.const_value, True, int4, bits=int4.head_bits, block_size=int4.head_block_size
         )
         swap(graph, node, _gather_q4(graph, node, weight, q, act))
         if not weight.uses():
@@ -140,39 +141,18 @@ def quantize_embedding(
 
 
 def _gather_q4(graph, gather, weight, q: _LazyQ4, act: ir.DataType) -> ir.Node:
+    """GatherBlockQuantized over `q`'s MatMulNBits codes viewed as [rows, padded columns *
+    bits / 8] (a tied head's very initializers: the table is stored once), sliced back to the
+    table's width when its last block is partial."""
     rows, columns = weight.shape.dims
-    width = columns * q.bits // 8
-    base, act_np = f"{weight.name}.gather_q{q.bits}", act.numpy()
-    inputs = [
-        lazy_initializer(
-            graph,
-            f"{base}.data",
-            q.part(lambda r: ir.Tensor(r.packed.reshape(rows, -1)[:, :width])),
-            ir.DataType.UINT8,
-            [rows, width],
-        ),
-        gather.inputs[1],
-        lazy_initializer(
-            graph,
-            f"{base}.scales",
-            q.part(lambda r: ir.Tensor(r.scales.astype(act_np), dtype=act)),
-            act,
-            [rows, q.blocks],
-        ),
-    ]
-    if not q.int4.symmetric:
-        inputs.append(
-            lazy_initializer(
-                graph,
-                f"{base}.zero_points",
-                q.part(lambda r: ir.Tensor(r.zero_points)),
-                ir.DataType.UINT8,
-                [rows, q.zero_point_width],
-            )
-        )
-    return ir.node(
+    codes, *scales_and_zero_points = _nbits_of(graph, weight.name, q, act)
+    padded = q.blocks * q.block_size
+    view = _int64(graph, f"{codes.name}.rows", [rows, padded * q.bits // 8])
+    reshape = ir.node("Reshape", [codes, view], name=f"{gather.name}/rows")
+    graph.insert_before(gather, reshape)
+    gathered = ir.node(
         "GatherBlockQuantized",
-        inputs,
+        [reshape.outputs[0], gather.inputs[1], *scales_and_zero_points],
         attributes={
             "bits": q.bits,
             "block_size": q.block_size,
@@ -182,6 +162,19 @@ def _gather_q4(graph, gather, weight, q: _LazyQ4, act: ir.DataType) -> ir.Node:
         domain=MS_DOMAIN,
         name=f"{gather.name}/q4",
     )
+    if padded == columns:
+        return gathered
+    graph.insert_before(gather, gathered)
+    bounds = [(f"{codes.name}.{n}", [v]) for n, v in (("start", 0), ("end", columns), ("axis", -1))]
+    slice_inputs = [gathered.outputs[0], *(_int64(graph, n, v) for n, v in bounds)]
+    return ir.node("Slice", slice_inputs, name=f"{gather.name}/columns")
+
+
+def _int64(graph: ir.Graph, name: str, values: list[int]) -> ir.Value:
+    if name not in graph.initializers:
+        array = np.array(values, np.int64)
+        graph.register_initializer(ir.Value(name=name, const_value=ir.tensor(array, name=name)))
+    return graph.initializers[name]
 
 
 def _tied_head_of(node: ir.Node):
@@ -247,9 +240,7 @@ def _keeps(info, q: _LazyQ4) -> bool:
 
 
 def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act) -> None:
-    if "nbits" not in q.initializers:
-        q.initializers["nbits"] = _nbits_initializers(graph, name, q, act)
-    inputs = [matmul.inputs[0], *q.initializers["nbits"]]
+    inputs = [matmul.inputs[0], *_nbits_of(graph, name, q, act)]
     node = ir.node(
         "MatMulNBits",
         inputs,
@@ -264,6 +255,13 @@ def _to_matmul_nbits(graph, matmul, name, q: _LazyQ4, ep: ExecutionProvider, act
         name=f"{matmul.name}/q4",
     )
     swap(graph, matmul, node)
+
+
+def _nbits_of(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
+    """`q`'s MatMulNBits initializers (codes, scales, zero points), made on first use."""
+    if "nbits" not in q.initializers:
+        q.initializers["nbits"] = _nbits_initializers(graph, name, q, act)
+    return q.initializers["nbits"]
 
 
 def _nbits_initializers(graph, name, q: _LazyQ4, act) -> list[ir.Value]:
