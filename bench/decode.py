@@ -33,6 +33,19 @@ def tokens_per_second(model: og.Model, prompt: list[int], new_tokens: int) -> fl
     return best
 
 
+def alternate(packages: list[str], rounds: int, tokens: int, prompt_tokens: int = 16) -> dict:
+    """Each package's tokens/s per round (the best of three), the packages taken in turn."""
+    models = {path: og.Model(str(path)) for path in packages}
+    prompt = [100 + i % 1000 for i in range(prompt_tokens)]
+    rates: dict[str, list[float]] = {path: [] for path in models}
+    for round_ in range(1, rounds + 1):
+        for path, model in models.items():
+            rates[path].append(tokens_per_second(model, prompt, tokens))
+            rate, load = rates[path][-1], os.getloadavg()[0]
+            print(f"round {round_}: {rate:6.1f} tokens/s  load {load:.2f}  {path}", flush=True)
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("packages", nargs="+")
@@ -40,14 +53,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--prompt-tokens", type=int, default=16, help="context before decoding")
     args = parser.parse_args()
-    models = {path: og.Model(path) for path in args.packages}
-    prompt = [100 + i % 1000 for i in range(args.prompt_tokens)]
-    rates: dict[str, list[float]] = {path: [] for path in models}
-    for round_ in range(1, args.rounds + 1):
-        for path, model in models.items():
-            rates[path].append(tokens_per_second(model, prompt, args.tokens))
-            rate, load = rates[path][-1], os.getloadavg()[0]
-            print(f"round {round_}: {rate:6.1f} tokens/s  load {load:.2f}  {path}", flush=True)
+    rates = alternate(args.packages, args.rounds, args.tokens, args.prompt_tokens)
     first = statistics.median(rates[args.packages[0]])
     for path, values in rates.items():
         median = statistics.median(values)

@@ -4,8 +4,8 @@ For each checkpoint (default: the trained examples/tiny-llama and bench/convert.
 Qwen2.5-0.5B-shaped one), builds the cpu int4 packages, runs each in plain onnxruntime on one
 fixed token sequence with an empty cache and compares its logits, position by position, with
 transformers f32 on the same weights (min and mean cosine, top-1 agreement). Then decodes with
-mobius int4 (default head) and the builder's int4 on the last checkpoint in onnxruntime-genai,
-the two alternated round by round in this process. See docs/validation.md.
+mobius int4 (heads of 8 and 4 bits) and the builder's int4 on the last checkpoint in
+onnxruntime-genai, the three alternated round by round in this process. See docs/validation.md.
 
     python bench/int4_quality.py [--checkpoint DIR ...] [--rounds 5] [--skip-decode] [--json]
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 from convert import CHECKPOINT_NAME, GB, REPO, builder_cmd, log, make_checkpoint, mobius_cmd
-from decode import tokens_per_second
+from decode import alternate
 from int8 import package_bytes
 
 TEXT = (
@@ -128,22 +128,17 @@ def quality(checkpoint: Path, outputs: Path, logs: Path) -> tuple[dict, dict[str
     return rows, built
 
 
-def alternated_decode(first: Path, second: Path, rounds: int, tokens: int) -> dict:
-    """Each round: best of three generations with each package, in turn."""
-    import onnxruntime_genai as og
-
-    models = {path: og.Model(str(path)) for path in (first, second)}
-    rates: dict[Path, list[float]] = {path: [] for path in models}
-    for round_ in range(rounds):
-        for path, model in models.items():
-            rates[path].append(tokens_per_second(model, tokens))
-            log(f"round {round_ + 1}: {rates[path][-1]:.1f} tokens/s  {path.name}")
-    medians = {path: statistics.median(r) for path, r in rates.items()}
+def alternated_decode(packages: dict[str, Path], rounds: int, tokens: int) -> dict:
+    """Each package's tokens/s in onnxruntime-genai, the packages alternated round by round
+    (bench/decode.py); ratios to the builder's median."""
+    rates = alternate([str(p) for p in packages.values()], rounds, tokens)
+    by_name = {name: rates[str(path)] for name, path in packages.items()}
+    medians = {name: statistics.median(r) for name, r in by_name.items()}
     return {
         "tokens": tokens,
-        "rounds_tokens_per_s": {path.name: r for path, r in rates.items()},
-        "median_tokens_per_s": {path.name: m for path, m in medians.items()},
-        "median_ratio": medians[first] / medians[second],
+        "rounds_tokens_per_s": by_name,
+        "median_tokens_per_s": medians,
+        "ratio_to_builder": {n: m / medians["builder int4"] for n, m in medians.items()},
     }
 
 
@@ -160,10 +155,10 @@ def run_bench(args: argparse.Namespace) -> dict:
         rows, built = quality(checkpoint, outputs, logs)
         results["checkpoints"][checkpoint.name] = rows
         if checkpoint == checkpoints[-1] and not args.skip_decode:
-            mobius, builder = built["mobius int4, head 8"], built["builder int4"]
+            timed = {n: p for n, p in built.items() if "float" not in n}  # the head's cost
             results["decode"] = {
                 "checkpoint": checkpoint.name,
-                **alternated_decode(mobius, builder, args.rounds, args.tokens),
+                **alternated_decode(timed, args.rounds, args.tokens),
             }
         if not args.keep:
             shutil.rmtree(outputs, ignore_errors=True)
@@ -186,10 +181,10 @@ def table(results: dict) -> str:
         for name, rates in d["rounds_tokens_per_s"].items():
             median = d["median_tokens_per_s"][name]
             lines.append(
-                f"  {name:<16} median {median:.1f} tokens/s, "
+                f"  {name:<22} median {median:.1f} tokens/s "
+                f"({d['ratio_to_builder'][name]:.2f}x the builder's), "
                 f"range {min(rates):.1f}-{max(rates):.1f} over {len(rates)} rounds"
             )
-        lines.append(f"  mobius / builder (medians): {d['median_ratio']:.2f}x")
     return "\n".join(lines)
 
 
