@@ -198,34 +198,34 @@ def raw_read(files: list[Path]) -> dict:
 
 
 def measure(name: str, cmd: list[str], clean: list[Path], files: list[Path], logs: Path) -> dict:
-    """Run `cmd` cold; its wall time, CPU time and peak RSS (from wait4, for that child alone)."""
+    """Run `cmd` cold; its wall time, CPU time and peak RSS (wait4, for that command alone:
+    spawned by bench/rusage.py, so none of this process's memory counts)."""
     for path in clean:  # deleting an earlier run's output must not count
         shutil.rmtree(path, ignore_errors=True)
     method = evict(files)
     busy_before = busy_cpu_s()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    log_file = logs / f"{name}.log"
+    log_file, usage_file = logs / f"{name}.log", logs / f"{name}.rusage.json"
     log(f"{name}: {' '.join(cmd)}")
+    launcher = [sys.executable, str(Path(__file__).with_name("rusage.py")), str(usage_file)]
     with log_file.open("w") as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    proc.returncode = code  # reaped by wait4 already
+        subprocess.run([*launcher, *cmd], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
+    usage = json.loads(usage_file.read_text())
+    code = usage["exit_code"]
     result = {
         "ok": code == 0,
         "exit_code": code,
-        "wall_s": wall,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "peak_rss_gb": usage.ru_maxrss * 1024 / GB,  # Linux reports KiB
+        "wall_s": usage["wall_s"],
+        "cpu_s": usage["cpu_s"],
+        "peak_rss_gb": usage["peak_rss_kib"] * 1024 / GB,
         # CPU the rest of the machine used meanwhile: other work skews wall times.
-        "others_cpu_s": busy_cpu_s() - busy_before - usage.ru_utime - usage.ru_stime,
+        "others_cpu_s": busy_cpu_s() - busy_before - usage["cpu_s"],
         "evict": method,
         "log": str(log_file),
     }
     if code == 0:
-        log(f"{name}: {wall:.1f} s ({result['cpu_s']:.1f} s CPU), {result['peak_rss_gb']:.2f} GB")
+        wall, cpu, peak = result["wall_s"], result["cpu_s"], result["peak_rss_gb"]
+        log(f"{name}: {wall:.1f} s ({cpu:.1f} s CPU), {peak:.2f} GB")
     else:
         tail = log_file.read_text().strip().splitlines()[-3:]
         log(f"{name}: FAILED (exit {code}), see {log_file}:\n    " + "\n    ".join(tail))

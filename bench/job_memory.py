@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import sys
 import tempfile
 from pathlib import Path
@@ -41,14 +40,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="mobius-job-memory-"))
-    # generated in a child: Linux keeps a process's peak RSS across fork and exec, so a parent
-    # that held the tensors would hand that peak to every conversion it starts
-    shallow = work / "qwen2-4-layers"
-    maker = multiprocessing.get_context("spawn").Process(
-        target=make_checkpoint, args=(shallow, {**CONFIG, "num_hidden_layers": 4})
-    )
-    maker.start()
-    maker.join()
+    shallow = make_checkpoint(work / "qwen2-4-layers", {**CONFIG, "num_hidden_layers": 4})
     models = {"tiny-llama": REPO / "examples" / "tiny-llama", "qwen2-4-layers": shallow}
     (work / "logs").mkdir(parents=True, exist_ok=True)
     rows = []
