@@ -13,6 +13,7 @@ import transformers
 from PIL import Image
 
 from converter import build
+from tests.genai_greedy import genai_greedy
 from tests.parity.vlm_cases import CASES
 from tests.parity.vlm_reference import make_vlm
 from tests.tiny_vlm import SPECIALS, save_side_files
@@ -45,14 +46,7 @@ def genai_and_transformers_tokens(model, folder: Path, ep: str) -> tuple[list[in
     merge = model.config.vision_config.spatial_merge_size
     assert (ids == SPECIALS["<|image_pad|>"]).sum() == image["image_grid_thw"][0].prod() // merge**2
 
-    params = og.GeneratorParams(genai)
-    params.set_search_options(max_length=ids.shape[1] + NEW_TOKENS, do_sample=False)
-    generator = og.Generator(genai, params)
-    generator.set_inputs(inputs)
-    tokens = []
-    while not generator.is_done():
-        generator.generate_next_token()
-        tokens.append(int(generator.get_next_tokens()[0]))
+    tokens = genai_greedy(genai, ids.shape[1] + NEW_TOKENS, inputs=inputs)
 
     with torch.no_grad():
         expected = model.generate(

@@ -13,6 +13,7 @@ import transformers
 from converter import build
 from converter.cli import main
 from tests.checkpoints import copy_tiny_llama, edit_config
+from tests.genai_greedy import genai_greedy
 
 TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
 NEW_TOKENS = 20
@@ -27,19 +28,6 @@ def package(request, tmp_path_factory) -> Path:
     search = json.loads((out / "genai_config.json").read_text())["search"]
     assert search["past_present_share_buffer"] == (request.param == "cpu")
     return out
-
-
-def _genai_greedy(package: Path, prompt_ids: list[int]) -> list[int]:
-    model = og.Model(str(package))
-    params = og.GeneratorParams(model)
-    params.set_search_options(max_length=len(prompt_ids) + NEW_TOKENS, do_sample=False)
-    generator = og.Generator(model, params)
-    generator.append_tokens(prompt_ids)
-    tokens = []
-    while not generator.is_done():
-        generator.generate_next_token()
-        tokens.append(int(generator.get_next_tokens()[0]))
-    return tokens
 
 
 def _transformers_greedy(prompt_ids: list[int]) -> list[int]:
@@ -67,7 +55,7 @@ def test_genai_greedy_equals_transformers(package):
     prompt = reference.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
     prompt_ids = list(og.Tokenizer(og.Model(str(package))).encode(prompt))
     assert prompt_ids == reference(prompt, add_special_tokens=False)["input_ids"]
-    generated = _genai_greedy(package, prompt_ids)
+    generated = genai_greedy(package, len(prompt_ids) + NEW_TOKENS, prompt_ids)
     assert len(generated) == NEW_TOKENS
     assert generated == _transformers_greedy(prompt_ids)
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 
-import onnxruntime_genai as og
 import pytest
 import torch
 
 from converter import build
+from tests.genai_greedy import genai_greedy
 from tests.parity.reference import make_checkpoint
 
 PROMPT = [5, 17, 33, 8, 91, 4]
@@ -33,19 +33,6 @@ CASES = {  # case -> the genai model type its package declares
 }
 
 
-def _genai_greedy(package) -> list[int]:
-    model = og.Model(str(package))
-    params = og.GeneratorParams(model)
-    params.set_search_options(max_length=len(PROMPT) + NEW_TOKENS, do_sample=False)
-    generator = og.Generator(model, params)
-    generator.append_tokens(PROMPT)
-    tokens = []
-    while not generator.is_done():
-        generator.generate_next_token()
-        tokens.append(int(generator.get_next_tokens()[0]))
-    return tokens
-
-
 @pytest.mark.parametrize("ep", ["default", "cpu"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_genai_greedy_equals_transformers(case, ep, tmp_path):
@@ -53,7 +40,7 @@ def test_genai_greedy_equals_transformers(case, ep, tmp_path):
     build(str(tmp_path / "hf"), ep=ep, progress=False).save(tmp_path / "onnx", progress=False)
     genai = json.loads((tmp_path / "onnx" / "genai_config.json").read_text())["model"]
     assert genai["type"] == CASES[case]
-    generated = _genai_greedy(tmp_path / "onnx")
+    generated = genai_greedy(tmp_path / "onnx", len(PROMPT) + NEW_TOKENS, PROMPT)
     assert len(generated) == NEW_TOKENS
     assert generated == transformers_greedy(model)
 

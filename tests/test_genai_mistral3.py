@@ -21,6 +21,7 @@ from tokenizers import Tokenizer
 from converter import build
 from converter.validate import validate
 from model_cards.card import SourceInfo, VariantInfo, render
+from tests.genai_greedy import genai_greedy
 from tests.parity.vlm_cases import CASES
 from tests.parity.vlm_reference import make_vlm
 from tests.tiny_vlm import save_tokenizer
@@ -88,14 +89,7 @@ def test_genai_generates_what_transformers_does(checkpoint, ep):
     expanded += [*words("beside"), *image_rows(*SIZES[1]), *words("?")]
     assert ids[0].tolist() == expanded
 
-    params = og.GeneratorParams(genai)
-    params.set_search_options(max_length=ids.shape[1] + NEW_TOKENS, do_sample=False)
-    generator = og.Generator(genai, params)
-    generator.set_inputs(inputs)
-    tokens = []
-    while not generator.is_done():
-        generator.generate_next_token()
-        tokens.append(int(generator.get_next_tokens()[0]))
+    tokens = genai_greedy(genai, ids.shape[1] + NEW_TOKENS, inputs=inputs)
 
     with torch.no_grad():
         expected = model.generate(

@@ -14,8 +14,9 @@ import pytest
 import torch
 
 from converter import build
+from tests.genai_greedy import genai_greedy
 from tests.parity.reference import make_checkpoint
-from tests.test_genai_families import NEW_TOKENS, PROMPT, _genai_greedy, transformers_greedy
+from tests.test_genai_families import NEW_TOKENS, PROMPT, transformers_greedy
 
 CASES = {"mixtral": "decoder", "qwen3_moe": "decoder", "gpt_oss": "gptoss"}
 INT4_KEEPS_FIRST_TOKEN = {"gpt_oss"}  # measured: the others flip it on these near-flat logits
@@ -35,7 +36,7 @@ def test_genai_moe_greedy(case, tmp_path):
         package.save(tmp_path / dtype, progress=False)
         genai = json.loads((tmp_path / dtype / "genai_config.json").read_text())["model"]
         assert genai["type"] == CASES[case]
-        tokens[dtype] = _genai_greedy(tmp_path / dtype)
+        tokens[dtype] = genai_greedy(tmp_path / dtype, len(PROMPT) + NEW_TOKENS, PROMPT)
         assert len(tokens[dtype]) == NEW_TOKENS
     assert tokens["f32"] == transformers_greedy(model)
     agree = next(

@@ -10,9 +10,10 @@ import onnxruntime_genai as og
 import transformers
 
 from mobius.cli import main
+from tests.genai_greedy import genai_greedy
 from tests.gguf_files import write_gguf
 from tests.gguf_tokenizers import byte_level_metadata
-from tests.test_genai import NEW_TOKENS, _genai_greedy
+from tests.test_genai import NEW_TOKENS
 
 TINY_LLAMA = Path(__file__).parents[1] / "examples" / "tiny-llama"
 PROMPT = "The river ran past the old mill, and"
@@ -21,7 +22,7 @@ PROMPT = "The river ran past the old mill, and"
 def _greedy(package: Path) -> tuple[list[int], list[int]]:
     """The package's own tokenization of PROMPT, and its greedy continuation."""
     prompt = list(og.Tokenizer(og.Model(str(package))).encode(PROMPT))
-    return prompt, _genai_greedy(package, prompt)
+    return prompt, genai_greedy(package, len(prompt) + NEW_TOKENS, prompt)
 
 
 def test_a_gguf_file_generates_what_its_source_folder_does(tmp_path):

@@ -8,7 +8,6 @@ import json
 import uuid
 from pathlib import Path
 
-import onnxruntime_genai as og
 import pytest
 import torch
 import transformers
@@ -19,6 +18,7 @@ from converter.package.transformers_js import write_layout
 from mobius.cli import main
 from pipeline.publish import PublishError, PublishTarget, destination, publish
 from tests.checkpoints import TINY_LLAMA
+from tests.genai_greedy import genai_greedy
 from tests.test_publish import BOT, BOT_TOKEN, CARD, new_user
 
 NEW_TOKENS = 20
@@ -49,19 +49,6 @@ def transformers_greedy(prompt_ids: list[int]) -> list[int]:
     ids = torch.tensor([prompt_ids])
     out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS)
     return out[0, len(prompt_ids) :].tolist()
-
-
-def genai_greedy(package: Path, prompt_ids: list[int]) -> list[int]:
-    model = og.Model(str(package))
-    params = og.GeneratorParams(model)
-    params.set_search_options(max_length=len(prompt_ids) + NEW_TOKENS, do_sample=False)
-    generator = og.Generator(model, params)
-    generator.append_tokens(prompt_ids)
-    tokens = []
-    while not generator.is_done():
-        generator.generate_next_token()
-        tokens.append(int(generator.get_next_tokens()[0]))
-    return tokens
 
 
 def greedy_call(prompt_ids: list[int]) -> dict:
@@ -104,7 +91,9 @@ def test_fp16_q8_and_q4_generate_what_onnxruntime_genai_does(
         [generated] = transformers_js.run(
             {**request, "options": options, "calls": [greedy_call(ids)]}
         )
-        assert new_tokens(generated, ids) == genai_greedy(packages[dtype], ids), dtype
+        assert new_tokens(generated, ids) == genai_greedy(
+            packages[dtype], len(ids) + NEW_TOKENS, ids
+        ), dtype
 
 
 # -- from the Hub -------------------------------------------------------------------------------
@@ -148,7 +137,9 @@ def test_a_pull_request_runs_from_the_hub(fake_hub, ids, transformers_js, tmp_pa
     assert new_tokens(f32, ids) == transformers_greedy(ids)
     request["options"]["dtype"] = "q4"
     [q4] = transformers_js.run({**request, "calls": [greedy_call(ids)]})
-    assert new_tokens(q4, ids) == genai_greedy(tmp_path / "out/onnx/default-int4", ids)
+    assert new_tokens(q4, ids) == genai_greedy(
+        tmp_path / "out/onnx/default-int4", len(ids) + NEW_TOKENS, ids
+    )
 
 
 def test_an_export_repo_runs_from_the_hub_with_external_weights(
@@ -177,7 +168,7 @@ def test_an_export_repo_runs_from_the_hub_with_external_weights(
     [q4] = transformers_js.run(
         {**from_hub(fake_hub, export, tmp_path), "calls": [greedy_call(ids)]}
     )
-    assert new_tokens(q4, ids) == genai_greedy(package, ids)
+    assert new_tokens(q4, ids) == genai_greedy(package, len(ids) + NEW_TOKENS, ids)
 
 
 def test_a_pull_request_never_changes_the_sources_root_files(fake_hub, tmp_path):
