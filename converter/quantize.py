@@ -45,6 +45,7 @@ encoding, so every kernel reads them unchanged.
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -67,9 +68,11 @@ DEQUANTIZE_LINEAR_AXIS = 0  # the blocked axis of to_dequantize_linear's [K, N] 
 # near cache size (and peak memory near the output size) instead of several copies of the
 # tensor, while numpy's fixed cost per call (~20 us per chunk in all) stays small.
 _CHUNK_VALUES = 1 << 18
-# Chunks of one tensor are quantized on this many threads: numpy releases the GIL inside each
-# operation, and the package writer's threads mostly wait on one tensor's quantization (its
-# packed values and scales are written by different threads but computed once).
+# Chunks are quantized on this many threads: numpy releases the GIL inside each operation, and
+# the package writer's threads mostly wait on one tensor's quantization (its packed values and
+# scales are written by different threads but computed once). One pool serves every call: a
+# pool per call let the writer's threads run twice as many quantizing threads as cores, which
+# measured slower (they queue for the GIL between numpy's operations).
 _WORKERS = min(2, os.cpu_count() or 1)
 _TINY = np.float32(np.finfo(np.float32).tiny)  # smaller scales would overflow 1 / scale
 _ITEM = 16  # bytes per item of _quantize_rows' transposing copy; divides every block's bytes
@@ -156,8 +159,7 @@ def quantize_blocks(
 
     starts = range(0, n, rows)
     if _WORKERS > 1 and len(starts) > 1:
-        with ThreadPoolExecutor(_WORKERS) as pool:
-            list(pool.map(chunk, starts))
+        list(_pool(_WORKERS, os.getpid()).map(chunk, starts))
     else:
         for start in starts:
             chunk(start)
@@ -168,6 +170,12 @@ def quantize_blocks(
             zero_points = np.pad(zero_points, ((0, 0), (0, 1)))
         zero_points = _pack_nibbles(zero_points)
     return BlockWeight(packed, scales, zero_points, k, block_size, bits)
+
+
+@functools.cache
+def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
+    """The chunks' threads (per process: a forked child gets its own, not its parent's)."""
+    return ThreadPoolExecutor(workers, thread_name_prefix="quantize")
 
 
 def cast_scales(
