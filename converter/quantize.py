@@ -65,9 +65,10 @@ SEARCH_FACTORS = (1.0, 0.95, 7 / 8, 0.8, 0.75, 0.7)
 DEQUANTIZE_LINEAR_AXIS = 0  # the blocked axis of to_dequantize_linear's [K, N] values
 
 # Rows are quantized in chunks of about this many values so that the float32 temporaries stay
-# near cache size (and peak memory near the output size) instead of several copies of the
-# tensor, while numpy's fixed cost per call (~20 us per chunk in all) stays small.
-_CHUNK_VALUES = 1 << 18
+# a few MB (and peak memory near the output size) instead of several copies of the tensor,
+# while numpy's fixed cost per call (~20 us per chunk in all) stays small. Measured on a
+# 0.5B-shaped build (docs/benchmarks.md): 2^19 beats 2^18 and 2^17 (hand-offs of the GIL).
+_CHUNK_VALUES = 1 << 19
 # Chunks are quantized on this many threads: numpy releases the GIL inside each operation, and
 # the package writer's threads mostly wait on one tensor's quantization (its packed values and
 # scales are written by different threads but computed once). One pool serves every call: a
