@@ -247,13 +247,13 @@ def _quantize_rows(
 ) -> None:
     """Quantize a chunk of rows into the given output slices.
 
-    The chunk is worked on transposed, a few columns per block, so that the per-block max/min,
-    scaling and packing are operations on long contiguous rows rather than slow reductions over
-    16..128-value runs. numpy's strided copy costs about the same per item whatever its size
-    (about a cycle), so the chunk is transposed 16 bytes at a time: a block's column `j` holds
-    its `group` adjacent pairs of values `j`, split afterwards into the pairs' first and second
-    values (the block's even and odd positions); the pairs' codes, joined side by side, go back
-    as items of a few bytes.
+    The chunk is worked on transposed, so that the per-block max/min, scaling and packing are
+    operations on long contiguous rows rather than slow reductions over 16..128-value runs.
+    numpy's strided copy costs about the same per item whatever its size (about a cycle), so
+    the chunk is transposed 16 bytes at a time: row `r` holds every block's `r`-th 16 bytes,
+    `group` adjacent pairs of values side by side, split afterwards into the pairs' first and
+    second values (the block's even and odd positions). The pairs' codes, each pair's joined
+    into one number, go back the same way.
     """
     rows, k = weight.shape
     n_blocks = scales.shape[1]
