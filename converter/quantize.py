@@ -45,6 +45,7 @@ encoding, so every kernel reads them unchanged.
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -64,13 +65,18 @@ SEARCH_FACTORS = (1.0, 0.95, 7 / 8, 0.8, 0.75, 0.7)
 DEQUANTIZE_LINEAR_AXIS = 0  # the blocked axis of to_dequantize_linear's [K, N] values
 
 # Rows are quantized in chunks of about this many values so that the float32 temporaries stay
-# cache-sized (and peak memory near the output size) instead of several copies of the tensor.
-_CHUNK_VALUES = 1 << 17
-# Chunks of one tensor are quantized on this many threads: numpy releases the GIL inside each
-# operation, and the package writer's threads mostly wait on one tensor's quantization (its
-# packed values and scales are written by different threads but computed once).
+# a few MB (and peak memory near the output size) instead of several copies of the tensor,
+# while numpy's fixed cost per call (~20 us per chunk in all) stays small. Measured on a
+# 0.5B-shaped build (docs/benchmarks.md): 2^19 beats 2^18 and 2^17 (hand-offs of the GIL).
+_CHUNK_VALUES = 1 << 19
+# Chunks are quantized on this many threads: numpy releases the GIL inside each operation, and
+# the package writer's threads mostly wait on one tensor's quantization (its packed values and
+# scales are written by different threads but computed once). One pool serves every call: a
+# pool per call let the writer's threads run twice as many quantizing threads as cores, which
+# measured slower (they queue for the GIL between numpy's operations).
 _WORKERS = min(2, os.cpu_count() or 1)
 _TINY = np.float32(np.finfo(np.float32).tiny)  # smaller scales would overflow 1 / scale
+_ITEM = 16  # bytes per item of _quantize_rows' transposing copy; divides every block's bytes
 
 
 @dataclass(frozen=True)
@@ -154,8 +160,7 @@ def quantize_blocks(
 
     starts = range(0, n, rows)
     if _WORKERS > 1 and len(starts) > 1:
-        with ThreadPoolExecutor(_WORKERS) as pool:
-            list(pool.map(chunk, starts))
+        list(_pool(_WORKERS, os.getpid()).map(chunk, starts))
     else:
         for start in starts:
             chunk(start)
@@ -166,6 +171,12 @@ def quantize_blocks(
             zero_points = np.pad(zero_points, ((0, 0), (0, 1)))
         zero_points = _pack_nibbles(zero_points)
     return BlockWeight(packed, scales, zero_points, k, block_size, bits)
+
+
+@functools.cache
+def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
+    """The chunks' threads (per process: a forked child gets its own, not its parent's)."""
+    return ThreadPoolExecutor(workers, thread_name_prefix="quantize")
 
 
 def cast_scales(
@@ -236,22 +247,31 @@ def _quantize_rows(
 ) -> None:
     """Quantize a chunk of rows into the given output slices.
 
-    The chunk is worked on transposed, one row per position in the block and one column per
-    block, so the per-block max/min, scaling and nibble pairing are all operations on long
-    contiguous rows rather than slow reductions over 16..128-value runs.
+    The chunk is worked on transposed, so that the per-block max/min, scaling and packing are
+    operations on long contiguous rows rather than slow reductions over 16..128-value runs.
+    numpy's strided copy costs about the same per item whatever its size (about a cycle), so
+    the chunk is transposed 16 bytes at a time: row `r` holds every block's `r`-th 16 bytes,
+    `group` adjacent pairs of values side by side, split afterwards into the pairs' first and
+    second values (the block's even and odd positions). The pairs' codes, each pair's joined
+    into one number, go back the same way.
     """
     rows, k = weight.shape
     n_blocks = scales.shape[1]
+    if weight.dtype.itemsize > 4:
+        weight = weight.astype(np.float32)
     if k % block_size:
-        padded = np.zeros((rows, n_blocks * block_size), np.float32)
+        padded = np.zeros((rows, n_blocks * block_size), weight.dtype)
         padded[:, :k] = weight
         weight = padded
-    by_block = weight.reshape(rows * n_blocks, block_size)
-    # transpose (a new array: values is overwritten below) in the source dtype, then widen:
-    # a cast while transposing runs value by value (4x slower for bfloat16)
-    values = np.array(by_block.T, order="C").astype(np.float32, copy=False)
-    high = values.max(axis=0)
-    low = values.min(axis=0)
+    weight = np.ascontiguousarray(weight)
+    group = _ITEM // (2 * weight.dtype.itemsize)  # pairs of values per transposed item
+    blocks = rows * n_blocks
+    items = np.array(weight.reshape(blocks, block_size).view(f"V{_ITEM}").T, order="C")
+    pairs = items.view(f"u{2 * weight.dtype.itemsize}")  # [block_size / 2 / group, blocks * group]
+    halves = _halves(pairs, weight.dtype)  # [2, *pairs.shape]: first and second values
+    columns = halves.reshape(-1, pairs.shape[1])
+    high = _per_block(np.maximum, columns.max(axis=0), group)
+    low = _per_block(np.minimum, columns.min(axis=0), group)
     scale = scales.reshape(-1)
     top, middle = (1 << bits) - 1, 1 << (bits - 1)
     if zero_points is None:  # the signed extreme on code 0 (module doc)
@@ -267,20 +287,49 @@ def _quantize_rows(
     else:
         offset = np.clip(np.rint(-low * inverse), 0, top)
         zero_points.reshape(-1)[...] = offset
-    if method == "search":
-        inverse = _searched_inverse(values, scale, offset, top)
-        codes = _codes(values, inverse, offset, top, np.empty_like(values))
-        _refit(values, codes - offset, scale)
+    if method == "search":  # on the blocks in their own order: the sums round the same
+        by_position = halves.reshape(2, -1, blocks, group).transpose(1, 3, 0, 2)
+        ordered = np.ascontiguousarray(by_position).reshape(block_size, blocks)
+        inverse = _searched_inverse(ordered, scale, offset, top)
+        codes = _codes(ordered, inverse, offset, top, np.empty_like(ordered))
+        _refit(ordered, codes - offset, scale)
+        by_position[...] = codes.reshape(by_position.shape)
     else:
-        codes = _codes(values, inverse, offset, top, values)
-    if bits == 4:  # a pair of codes as one float (exact below 256): a half-size cast
-        pairs = np.multiply(codes[1::2], 16)
-        codes = np.add(pairs, codes[0::2], out=pairs)
-    packed.reshape(-1, packed.shape[-1])[...] = codes.astype(np.uint8).T
+        if zero_points is not None:
+            offset = np.repeat(offset, group)
+        _codes(halves, np.repeat(inverse, group), offset, top, halves)
+    # a pair's two codes as one number (exact in float32), then as bytes side by side
+    joined = np.multiply(halves[1], 1 << bits, out=halves[1])
+    joined += halves[0]
+    joined = joined.astype(f"<u{bits // 4}").view(f"<u{group * bits // 4}")
+    np.copyto(packed.reshape(blocks, -1).view(joined.dtype), joined.T)
+
+
+def _halves(pairs: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """float32 [2, *pairs.shape]: the first and the second value of each item of `pairs`
+    (two values of `dtype` per item, little-endian)."""
+    halves = np.empty((2, *pairs.shape), np.float32)
+    if dtype == ml_dtypes.bfloat16:  # a bfloat16 is the high half of its float32
+        bits = halves.view(np.uint32)
+        np.left_shift(pairs, 16, out=bits[0])
+        np.bitwise_and(pairs, 0xFFFF0000, out=bits[1])
+    else:
+        values = pairs.view(dtype).reshape(*pairs.shape, 2)
+        np.copyto(halves, np.moveaxis(values, -1, 0))
+    return halves
+
+
+def _per_block(combine, values: np.ndarray, group: int) -> np.ndarray:
+    """`values` [blocks * group] combined over each block's `group` adjacent entries."""
+    by_block = values.reshape(-1, group)
+    result = by_block[:, 0].copy()
+    for column in range(1, group):
+        combine(result, by_block[:, column], out=result)
+    return result
 
 
 def _codes(values, inverse, offset, top: int, out: np.ndarray) -> np.ndarray:
-    """RTN's codes of `values` [block_size, blocks] at scales ``1 / inverse`` (per block) into
+    """RTN's codes of `values` [..., columns] at scales ``1 / inverse`` (per column) into
     `out` (float32): ``clip(rint(values * inverse + offset), 0, top)``."""
     np.multiply(values, inverse, out=out)
     out += offset
