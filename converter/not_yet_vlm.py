@@ -127,7 +127,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "a vision tower into a decoder with hyper-connections, linear attention and an indexer: "
         "not built yet",
     ),
-    "got_ocr2": ("vlm", OCR_SAM.format("GOT-OCR 2.0, into Qwen2")),
     "granite4_vision": (
         "vlm",
         "LLaVA-NeXT tiling with a windowed Q-Former downsampler into Granite 4: not built yet",
@@ -268,7 +267,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "seq2seq",
         ENCODER_DECODER.format("variable-resolution flattened patches into a T5-style decoder"),
     ),
-    "pp_chart2table": ("vlm", OCR_SAM.format("GOT-OCR 2.0's, into Qwen2")),
     "pp_formulanet": (
         "seq2seq",
         ENCODER_DECODER.format("a SAM-style tower feeding an mBART-style decoder"),
