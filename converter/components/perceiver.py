@@ -109,7 +109,8 @@ class PerceiverResampler(nn.Module):
         token) -> [batch, latents, hidden]."""
         batch = op.Shape(context, start=0, end=1)
         latents = op.Expand(self.latents, op.Concat(batch, [1, 1], axis=0))
-        every_latent = op.Expand(op.Constant(value_int=1), op.Concat(batch, [self.s.latents], axis=0))
+        count = op.Concat(batch, [self.s.latents], axis=0)
+        every_latent = op.Expand(op.Constant(value_int=1), count)
         mask = op.Concat(op.Cast(context_mask, to=ir.DataType.INT64), every_latent, axis=1)
         kernel = encoder_attention(op, self.ep, mask, self.dtype, queries=self.s.latents)
         for layer in self.layers:

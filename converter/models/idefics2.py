@@ -68,8 +68,7 @@ def read_perceiver(r: ConfigReader, text) -> PerceiverSettings:
     heads, kv_heads = r.int("resampler_n_heads"), r.int("num_key_value_heads")
     if heads % kv_heads:
         raise ConfigError(
-            f"'resampler_n_heads' = {heads} is not a multiple of 'num_key_value_heads' = "
-            f"{kv_heads}"
+            f"'resampler_n_heads' = {heads} is not a multiple of 'num_key_value_heads' = {kv_heads}"
         )
     return PerceiverSettings(
         hidden_size=hidden,
