@@ -154,10 +154,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "a perceiver resampler and gated cross-attention layers inserted into a Llama decoder "
         "(Flamingo's layout): not built yet",
     ),
-    "idefics2": (
-        "vlm",
-        "a SigLIP tower with a perceiver resampler into Mistral: not built yet",
-    ),
     "inkling2": (
         "vlm",
         "a decoder of sliding and full attention with short convolutions and relative position "
