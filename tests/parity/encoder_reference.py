@@ -91,6 +91,18 @@ def layout_inputs(config: dict) -> dict[str, np.ndarray]:
     return {**text_inputs(config), "bbox": np.concatenate([low, high], axis=-1)}
 
 
+def global_text_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Text inputs with global tokens (Longformer) in the first row only: the first token by
+    global_attention_mask, the seventh by an attention_mask value of 2. The padded second row
+    has none, so its last padded tokens see no key at all through a short window."""
+    feeds = text_inputs(config)
+    globals_ = np.zeros_like(feeds["input_ids"])
+    globals_[0, 0] = 1
+    mask = feeds["attention_mask"].copy()
+    mask[0, 6] = 2
+    return {**feeds, "attention_mask": mask, "global_attention_mask": globals_}
+
+
 # waveforms: 400 samples, the second row padded with zeros after 250 (several strides of a
 # case's feature encoder)
 SAMPLES, AUDIO_KEPT = 400, 250
@@ -113,7 +125,12 @@ def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.n
     """[batch, positions] 1 where outputs with a position axis are compared: the tokens the
     text mask keeps; the audio frames the model's own conv lengths keep (all frames when the
     graph takes no mask, as transformers then computes every frame too)."""
-    if inputs in ("text", "layout", "text+image"):  # image outputs' batch (IMAGES) never matches it
+    if inputs in (
+        "text",
+        "layout",
+        "text+global",
+        "text+image",
+    ):  # image outputs' batch (IMAGES) never matches it
         return TEXT_MASK
     if "attention_mask" not in feeds:
         return None
@@ -158,6 +175,7 @@ INPUTS = {
     "text": text_inputs,
     "image": image_inputs,
     "layout": layout_inputs,
+    "text+global": global_text_inputs,
     "audio": audio_inputs,
     "spectrogram": spectrogram_inputs,
     "text+image": text_image_inputs,
