@@ -1,6 +1,6 @@
 """`mobius validate` runs the BERT-like families whose graphs read more than the text inputs
-or position them their own way: LayoutLM's bbox input, ESM's rotary positions and token
-dropout."""
+or position them their own way: LayoutLM's bbox input, Longformer's global_attention_mask, ESM's
+rotary positions and token dropout."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from tests.parity.encoder_cases import CASES
 from tests.parity.encoder_reference import make_encoder
 
 
-@pytest.mark.parametrize(("case_id", "ep"), [("layoutlm", "cpu"), ("esm", "default")])
+@pytest.mark.parametrize(
+    ("case_id", "ep"), [("layoutlm", "cpu"), ("longformer", "cpu"), ("esm", "default")]
+)
 def test_validate_passes_against_transformers(tmp_path, case_id, ep):
     case = CASES[case_id]
     make_encoder(case_id, case, case.heads[0], tmp_path / "hf")
