@@ -109,10 +109,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a mel-feature Conformer: dense and conv subsampling, rotary attention, a "
         "convolution module and a Conv1d CTC head; not built yet",
     ),
-    "longformer": (
-        "encoder",
-        "a text encoder (LongformerForMaskedLM): its blocks are not built yet",
-    ),
     "luke": (
         "encoder",
         "entity-aware: beside the words LUKE reads a second sequence of entities "

@@ -53,6 +53,8 @@ REFUSED = [
     ("xlm", {"n_langs": 2}, "n_langs"),
     ("xlm", {"causal": True}, "causal"),
     ("gte", {"rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}}, "partial"),
+    ("longformer", {"attention_window": 5}, "attention_window"),
+    ("longformer", {"attention_window": [4, 4], "num_hidden_layers": 3}, "attention_window"),
 ]
 
 
@@ -72,3 +74,9 @@ def test_ultrabert_reads_its_older_windows_and_rope_bases():
     assert cfg.sliding == (True, False, True)
     assert cfg.window == 64
     assert (cfg.local_rope.theta, cfg.rope.theta) == (30.0, 20.0)
+
+
+def test_longformer_reads_one_window_or_one_per_layer():
+    assert _read("longformer", num_hidden_layers=2).extra["one_sided_windows"] == (256, 256)
+    cfg = _read("longformer", num_hidden_layers=2, attention_window=[8, 4])
+    assert cfg.extra["one_sided_windows"] == (4, 2)

@@ -46,9 +46,12 @@ class DenseNorm(nn.Module):
 
 
 class BertAttention(nn.Module):
+    self_attention_cls: type[nn.Module] = BertSelfAttention
+
     def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
         super().__init__()
-        setattr(self, "self", BertSelfAttention(cfg, dtype))  # noqa: B010 (the checkpoint's name)
+        # `self` is the checkpoint's name
+        setattr(self, "self", self.self_attention_cls(cfg, dtype))  # noqa: B010
         self.output = DenseNorm(cfg.hidden_size, cfg, dtype)
 
     def forward(self, op, x, kernel, bias=None):

@@ -57,8 +57,9 @@ def probe(package: Path, provider: str, reference, report: ValidationReport, ste
 def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.ndarray]:
     """A fixed batch for the graph's inputs: token ids from the vocabulary (the second row
     padded), token types 0 then 1, RoCBert's shape and pronunciation ids from their
-    vocabularies, boxes (x0 <= x1, y0 <= y1) on the 2-D position grid, pixels or samples of
-    the graph's (or the config's) size, or NaFlex patches with their mask and grid shapes."""
+    vocabularies, global attention on the first token, boxes (x0 <= x1, y0 <= y1) on the 2-D
+    position grid, pixels or samples of the graph's (or the config's) size, or NaFlex patches
+    with their mask and grid shapes."""
     rng = np.random.default_rng(0)
     text = config.get("text_config") or config
     # FSMT names its source (encoder) vocabulary src_vocab_size
@@ -84,6 +85,10 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
                 length, kept = FRAMES, KEPT_FRAMES
             mask = np.ones((BATCH, length), dtype)
             mask[1, kept:] = 0
+            feeds[item.name] = mask
+        elif item.name == "global_attention_mask":  # Longformer: the first token global
+            mask = np.zeros((BATCH, TOKENS), dtype)
+            mask[:, 0] = 1
             feeds[item.name] = mask
         elif item.name == "bbox":  # LayoutLM: a box per token on the config's 2-D grid
             grid = config.get("max_2d_position_embeddings", 1024)

@@ -101,6 +101,18 @@ def shape_pronunciation_inputs(config: dict) -> dict[str, np.ndarray]:
     return feeds
 
 
+def global_text_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Text inputs with global tokens (Longformer) in the first row only: the first token by
+    global_attention_mask, the seventh by an attention_mask value of 2. The padded second row
+    has none, so its last padded tokens see no key at all through a short window."""
+    feeds = text_inputs(config)
+    globals_ = np.zeros_like(feeds["input_ids"])
+    globals_[0, 0] = 1
+    mask = feeds["attention_mask"].copy()
+    mask[0, 6] = 2
+    return {**feeds, "attention_mask": mask, "global_attention_mask": globals_}
+
+
 # waveforms: 400 samples, the second row padded with zeros after 250 (several strides of a
 # case's feature encoder)
 SAMPLES, AUDIO_KEPT = 400, 250
@@ -124,7 +136,7 @@ def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.n
     text mask keeps; the audio frames the model's own conv lengths keep (all frames when the
     graph takes no mask, as transformers then computes every frame too)."""
     # image outputs' batch (IMAGES) never matches the text mask
-    if inputs in ("text", "layout", "shape+pronunciation", "text+image"):
+    if inputs in ("text", "layout", "shape+pronunciation", "text+global", "text+image"):
         return TEXT_MASK
     if "attention_mask" not in feeds:
         return None
@@ -170,6 +182,7 @@ INPUTS = {
     "image": image_inputs,
     "layout": layout_inputs,
     "shape+pronunciation": shape_pronunciation_inputs,
+    "text+global": global_text_inputs,
     "audio": audio_inputs,
     "spectrogram": spectrogram_inputs,
     "text+image": text_image_inputs,
