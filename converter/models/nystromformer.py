@@ -22,16 +22,14 @@ from converter.models.encoder import (
     BertBody,
     BertEmbeddings,
     BertEncoder,
-    BertEncoderModel,
     BertLayer,
-    BertPredictions,
     BertSelfAttention,
     Table,
     position_ids,
 )
-from converter.models.roberta import ClassificationHead
+from converter.models.roformer import RoFormerModel
 from converter.registry import Family
-from converter.tasks.encoding import BATCH, TextInputs
+from converter.tasks.encoding import TextInputs
 
 FIRST_POSITION = 2  # transformers' position ids are arange(sequence) + 2
 
@@ -142,26 +140,12 @@ class NystromformerBody(BertBody):
         )
 
 
-class NystromformerModel(BertEncoderModel):
+class NystromformerModel(RoFormerModel):
+    """RoFormer's heads (BERT's `cls` with the decoder's own bias when untied, the two-layer
+    `classifier` with hidden_act), no pooler."""
+
     body_cls = NystromformerBody
     body_name = "nystromformer"
-
-    def uses_pooler(self, task: str, tensors: frozenset[str]) -> bool:
-        return False
-
-    def make_head(self, cfg, dtype, task: str, tensors: frozenset[str]) -> None:
-        if task == "fill-mask":
-            # untied, the decoder's own bias replaces cls.predictions.bias
-            self.cls = BertPredictions(cfg, dtype, cfg.extra["tied"], decoder_bias=True)
-        elif task == "text-classification":
-            self.classifier = ClassificationHead(cfg, dtype, cfg.activation)
-        else:
-            super().make_head(cfg, dtype, task, tensors)
-
-    def head_outputs(self, op, hidden, pooled) -> dict:
-        if self.task == "text-classification":
-            return {"logits": (self.classifier(op, hidden), [BATCH, self.cfg.num_labels])}
-        return super().head_outputs(op, hidden, pooled)
 
     @staticmethod
     def reference_key_mask(config) -> bool:
