@@ -160,10 +160,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (ReformerForMaskedLM): its blocks are not built yet",
     ),
-    "roc_bert": (
-        "encoder",
-        "a text encoder (RoCBertForMaskedLM): its blocks are not built yet",
-    ),
     "sew-d": (
         "audio",
         "SEW's squeeze and upsampling (converter/models/sew.py) around DeBERTa-v2 layers:"

@@ -27,7 +27,8 @@ QFORMER = (
 )
 TEXT_NOT_YET = "its text model ({}) does not convert yet (see the text-generation scope)"
 OCR_SAM = (
-    "a SAM-style windowed ViT with a convolutional neck ({}) as the image encoder: not built yet"
+    "SAM's windowed ViT and neck are built (converter/models/sam_vision.py, GOT-OCR 2.0's tower); "
+    "{}: not built yet"
 )
 OMNI = (
     "an omni model: audio and vision towers both feed {}; the audio tower and its embedding "
@@ -60,7 +61,14 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         "a ViT with a patch merger into its own text model (cosmos3_edge_text): not built yet",
     ),
-    "deepseek_ocr2": ("vlm", OCR_SAM.format("with a second rotary ViT, into a DeepSeek MoE")),
+    "deepseek_ocr2": (
+        "vlm",
+        OCR_SAM.format(
+            "its positions resized bicubically to each view, two more stride-2 Convs, a "
+            "Qwen2-style ViT over the SAM map and learned queries, global and local views "
+            "joined by a separator, into DeepSeek-V2's MoE"
+        ),
+    ),
     "deepseek_vl_hybrid": (
         "vlm",
         "two vision towers (SigLIP at low resolution, a SAM ViT with a neck at high "
@@ -127,7 +135,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "a vision tower into a decoder with hyper-connections, linear attention and an indexer: "
         "not built yet",
     ),
-    "got_ocr2": ("vlm", OCR_SAM.format("GOT-OCR 2.0, into Qwen2")),
     "granite4_vision": (
         "vlm",
         "LLaVA-NeXT tiling with a windowed Q-Former downsampler into Granite 4: not built yet",
@@ -146,10 +153,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "vlm",
         "a perceiver resampler and gated cross-attention layers inserted into a Llama decoder "
         "(Flamingo's layout): not built yet",
-    ),
-    "idefics2": (
-        "vlm",
-        "a SigLIP tower with a perceiver resampler into Mistral: not built yet",
     ),
     "inkling2": (
         "vlm",
@@ -268,7 +271,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "seq2seq",
         ENCODER_DECODER.format("variable-resolution flattened patches into a T5-style decoder"),
     ),
-    "pp_chart2table": ("vlm", OCR_SAM.format("GOT-OCR 2.0's, into Qwen2")),
     "pp_formulanet": (
         "seq2seq",
         ENCODER_DECODER.format("a SAM-style tower feeding an mBART-style decoder"),
@@ -310,7 +312,13 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
             "document layout: patches, words and boxes into a T5 encoder with 2-D relative biases"
         ),
     ),
-    "unlimited_ocr": ("vlm", OCR_SAM.format("DeepSeek-OCR's")),
+    "unlimited_ocr": (
+        "vlm",
+        OCR_SAM.format(
+            "DeepSeek-OCR's layout: a CLIP ViT over the SAM map, its tokens concatenated with the "
+            "map's, global and local views, into a DeepSeek MoE with reference sliding windows"
+        ),
+    ),
     "vision-encoder-decoder": (
         "seq2seq",
         ENCODER_DECODER.format("any vision encoder with any text decoder, e.g. TrOCR, Donut"),

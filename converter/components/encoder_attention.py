@@ -5,7 +5,8 @@ boolean key mask (portable); `FusedEncoderAttention` is onnxruntime's com.micros
 MultiHeadAttention with the padding mask as key_padding_mask. Both take an optional additive
 bias [batch or 1, heads, sequence, sequence] (relative positions). The model picks one per EP.
 Without a mask (images of one size) every key is attended; `causal` (CLIP's text tower) also
-hides later keys; `queries` is the query count when it is not the keys' (a pooling probe's 1).
+hides later keys; `queries` is the query count when it is not the keys' (a pooling probe's 1,
+a perceiver's latents).
 `BlockAttention` is the same choice for a sequence of several images' patches (or windows)
 where a patch attends only the keys a boolean [sequence, sequence] mask allows.
 """
@@ -30,7 +31,8 @@ class StandardEncoderAttention:
         length = op.Shape(attention_mask, start=1, end=2)
         if queries != 1:
             # onnxruntime wants the query dimension spelled out: [batch, 1, queries, keys]
-            keep = op.Expand(keep, op.Concat([1, 1], length, [1], axis=0))
+            rows = length if queries is None else [queries]
+            keep = op.Expand(keep, op.Concat([1, 1], rows, [1], axis=0))
         if causal:
             positions = op.Range(0, op.Squeeze(length, [0]), 1)
             earlier = op.LessOrEqual(op.Unsqueeze(positions, [0]), op.Unsqueeze(positions, [1]))

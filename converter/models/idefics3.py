@@ -76,23 +76,32 @@ def torch_arange(start: float, end: float, step: float) -> np.ndarray:
 
 
 def bucket_positions(op, patch_mask, side: int) -> ir.Value:
-    """Each patch's row of the position table [tiles, side²]: the real rows (columns) of a tile
-    spread over the grid's `side` buckets, padding patches at 0."""
+    """Each patch's row of the position table [images, rows x columns] from the patch mask
+    [images, rows, columns] (a grid of any size): the real rows (columns) of an image spread
+    over the table's `side` buckets, padding patches at 0."""
     boundaries = op.Constant(value=ir.tensor(torch_arange(1 / side, 1.0, 1 / side)))
-    index = op.Constant(value=ir.tensor(np.arange(side, dtype=np.float32)))
     real = op.Cast(patch_mask, to=INT64)
 
-    def buckets(count):  # count [tiles] real rows (or columns) -> [tiles, side] buckets
+    def buckets(count, axis: int):  # count [images] real rows (columns) -> [images, rows]
+        length = op.Squeeze(op.Shape(real, start=axis, end=axis + 1), [0])
+        index = op.Cast(op.Range(0, length, 1), to=FLOAT)
         step = op.Div(1.0, op.Cast(count, to=FLOAT))
         coords = op.Min(op.Mul(index, op.Unsqueeze(step, [1])), BUCKET_CLAMP)
         below = op.LessOrEqual(boundaries, op.Unsqueeze(coords, [2]))
         return op.ReduceSum(op.Cast(below, to=INT64), [2], keepdims=0)
 
-    rows = buckets(op.ReduceSum(op.Gather(real, 0, axis=2), [1], keepdims=0))
-    cols = buckets(op.ReduceSum(op.Gather(real, 0, axis=1), [1], keepdims=0))
+    rows = buckets(op.ReduceSum(op.Gather(real, 0, axis=2), [1], keepdims=0), 1)
+    cols = buckets(op.ReduceSum(op.Gather(real, 0, axis=1), [1], keepdims=0), 2)
     grid = op.Add(op.Unsqueeze(op.Mul(rows, side), [2]), op.Unsqueeze(cols, [1]))
     positions = op.Where(patch_mask, grid, op.Constant(value_int=0))
     return op.Reshape(positions, [0, -1])
+
+
+def non_blank(op, images) -> ir.Value:
+    """[images] true where an image [images, channels, height, width] has a non-zero pixel
+    (all-zero images pad a prompt's list, and transformers drops them)."""
+    blank = op.ReduceMin(op.Cast(op.Equal(images, 0.0), to=ir.DataType.INT32), [1, 2, 3])
+    return op.Equal(op.Reshape(blank, [-1]), 0)
 
 
 class Idefics3VisionEmbeddings(nn.Module):
@@ -161,8 +170,7 @@ class Idefics3Model(VisionLanguageModel):
         side, patch = vision.image_size, vision.patch_size
         tiles = op.Reshape(image.pixel_values, [-1, vision.num_channels, side, side])
         masks = op.Reshape(image.pixel_attention_mask, [-1, side, side])
-        blank = op.ReduceMin(op.Cast(op.Equal(tiles, 0.0), to=ir.DataType.INT32), [1, 2, 3])
-        real = op.Equal(op.Reshape(blank, [-1]), 0)
+        real = non_blank(op, tiles)
         if self.keep_a_blank_tile:
             none = op.Equal(op.ReduceMax(op.Cast(real, to=INT64), keepdims=0), 0)
             first = op.Equal(op.Range(0, op.Squeeze(op.Shape(real), [0]), 1), 0)

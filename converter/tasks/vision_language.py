@@ -12,6 +12,8 @@ the names its genai_config.json declares.
                                (Idefics 3's image splits; all-zero tiles pad the list),
                                pixel_attention_mask (int64) [batch_size, num_tiles, height,
                                width]
+                    "padded_images"  the same of any height and width (Idefics 2's images,
+                               padded bottom and right to the largest of the batch)
                     "sized"    pixel_values [num_images, channels, height, width] (padded to
                                the largest), image_sizes (int64) [num_images, 2]: each
                                image's height and width in pixels (Pixtral)
@@ -144,10 +146,11 @@ def image_inputs(builder, layout: str, vision, dtype: ir.DataType):
             image.pixel_values, image_grid_thw=image.image_grid_thw, merge_sizes=merge
         )
         return merged, names
-    if layout == "tiles":
-        side, tiles = vision.image_size, ["batch_size", "num_tiles"]
-        pixels = builder.input("pixel_values", FLOAT, [*tiles, vision.num_channels, side, side])
-        mask = builder.input("pixel_attention_mask", ir.DataType.INT64, [*tiles, side, side])
+    if layout in ("tiles", "padded_images"):
+        tiles = ["batch_size", "num_tiles"]
+        sides = [vision.image_size] * 2 if layout == "tiles" else ["height", "width"]
+        pixels = builder.input("pixel_values", FLOAT, [*tiles, vision.num_channels, *sides])
+        mask = builder.input("pixel_attention_mask", ir.DataType.INT64, [*tiles, *sides])
         names = {"pixel_values": "pixel_values", "pixel_attention_mask": "pixel_attention_mask"}
         return ImageInputs(_cast(op, pixels, dtype), pixel_attention_mask=mask), names
     if layout == "sized":

@@ -56,9 +56,9 @@ def probe(package: Path, provider: str, reference, report: ValidationReport, ste
 
 def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.ndarray]:
     """A fixed batch for the graph's inputs: token ids from the vocabulary (the second row
-    padded), token types 0 then 1, boxes (x0 <= x1, y0 <= y1) on the 2-D position grid, pixels
-    or samples of the graph's (or the config's) size, or NaFlex patches with their mask and
-    grid shapes."""
+    padded), token types 0 then 1, RoCBert's shape and pronunciation ids from their
+    vocabularies, boxes (x0 <= x1, y0 <= y1) on the 2-D position grid, pixels or samples of
+    the graph's (or the config's) size, or NaFlex patches with their mask and grid shapes."""
     rng = np.random.default_rng(0)
     text = config.get("text_config") or config
     # FSMT names its source (encoder) vocabulary src_vocab_size
@@ -90,6 +90,11 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
             corners = rng.integers(0, grid, size=(BATCH, TOKENS, 2, 2))
             boxes = np.concatenate([corners.min(axis=2), corners.max(axis=2)], axis=-1)
             feeds[item.name] = boxes.astype(dtype)
+        elif item.name in ("input_shape_ids", "input_pronunciation_ids"):  # RoCBert's side ids
+            side = item.name.split("_")[1]
+            ids = rng.integers(0, config.get(f"{side}_vocab_size", 2), size=(BATCH, TOKENS))
+            ids[1, KEPT_TOKENS:] = pad
+            feeds[item.name] = ids.astype(dtype)
         elif item.name == "pixel_values" and "spatial_shapes" in _names(session):
             feeds.update(_naflex_images(rng, config))
         elif item.name in ("pixel_attention_mask", "spatial_shapes"):

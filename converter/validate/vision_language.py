@@ -26,7 +26,8 @@ def missing_files(package: Path) -> list[str]:
 
 def probe_image(session, config: dict) -> dict[str, np.ndarray]:
     """One random image the vision graph takes: of its fixed dims (one tile, unpadded, where it
-    reads tiles), (flattened patches, or an image of any size) a grid of 2 x 2 merge blocks,
+    reads tiles; 4 x 4 patches where they are padded images of any size), (flattened patches,
+    or an image of any size) a grid of 2 x 2 merge blocks,
     or (AnyRes crops) of the first pinpoint's size, which that grid fits exactly."""
     rng = np.random.default_rng(0)
     inputs = {meta.name: meta for meta in session.get_inputs()}
@@ -52,6 +53,9 @@ def probe_image(session, config: dict) -> dict[str, np.ndarray]:
         }
     if "image_grid_thw" not in inputs:
         dims = [1 if isinstance(d, str) or d is None else d for d in inputs["pixel_values"].shape]
+        if len(dims) == 5 and isinstance(inputs["pixel_values"].shape[-1], str):
+            # padded images of any size (Idefics 2): a square of 4 x 4 patches
+            dims[-2:] = [4 * config["vision_config"]["patch_size"]] * 2
         image = {"pixel_values": rng.standard_normal(dims).astype(np.float32)}
         if "pixel_attention_mask" in inputs:
             image["pixel_attention_mask"] = np.ones(dims[:2] + dims[3:], dtype=np.int64)

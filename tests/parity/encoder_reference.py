@@ -91,6 +91,16 @@ def layout_inputs(config: dict) -> dict[str, np.ndarray]:
     return {**text_inputs(config), "bbox": np.concatenate([low, high], axis=-1)}
 
 
+def shape_pronunciation_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Text inputs and RoCBert's shape and pronunciation ids per token (the pad id where the
+    row is padded)."""
+    feeds, pad = text_inputs(config), config.get("pad_token_id", 0)
+    for side in ("shape", "pronunciation"):
+        ids = RNG.integers(0, config[f"{side}_vocab_size"], size=(BATCH, LENGTH))
+        feeds[f"input_{side}_ids"] = np.where(TEXT_MASK == 1, ids, pad)
+    return feeds
+
+
 # waveforms: 400 samples, the second row padded with zeros after 250 (several strides of a
 # case's feature encoder)
 SAMPLES, AUDIO_KEPT = 400, 250
@@ -113,7 +123,8 @@ def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.n
     """[batch, positions] 1 where outputs with a position axis are compared: the tokens the
     text mask keeps; the audio frames the model's own conv lengths keep (all frames when the
     graph takes no mask, as transformers then computes every frame too)."""
-    if inputs in ("text", "layout", "text+image"):  # image outputs' batch (IMAGES) never matches it
+    # image outputs' batch (IMAGES) never matches the text mask
+    if inputs in ("text", "layout", "shape+pronunciation", "text+image"):
         return TEXT_MASK
     if "attention_mask" not in feeds:
         return None
@@ -158,6 +169,7 @@ INPUTS = {
     "text": text_inputs,
     "image": image_inputs,
     "layout": layout_inputs,
+    "shape+pronunciation": shape_pronunciation_inputs,
     "audio": audio_inputs,
     "spectrogram": spectrogram_inputs,
     "text+image": text_image_inputs,

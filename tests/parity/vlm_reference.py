@@ -171,6 +171,44 @@ def tile_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray],
     return image, np.array(prompts)
 
 
+# (height, width) of each prompt's images for Idefics 2's processor: the batch is padded to 30 x
+# 30 pixels (7 whole 4-pixel patches and 2 rows and columns of a part patch), the first prompt's
+# list ends in blank images
+PADDED_IMAGES = [[(22, 30)], [(30, 18), (14, 26)]]
+
+
+def padded_image_inputs(
+    model, rng: np.random.Generator
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Idefics 2's processor, image splitting on (four crops and the whole image, each resized
+    on its own), on a batch of two prompts of PADDED_IMAGES; the prompts hold their images'
+    tokens, the shorter one more text."""
+    from transformers import Idefics2ImageProcessorPil
+
+    config = model.config
+    side = config.vision_config.image_size
+    processor = Idefics2ImageProcessorPil(
+        do_image_splitting=True, size={"shortest_edge": side // 3, "longest_edge": side}
+    )
+    images = [
+        [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in prompt]
+        for prompt in PADDED_IMAGES
+    ]
+    image = dict(processor(images, return_tensors="np"))
+    real = (image["pixel_values"] != 0).any(axis=(2, 3, 4)).sum(axis=1)
+    per_image = config.perceiver_config.resampler_n_latents
+    longest = real.max() * per_image
+    prompts = [
+        [
+            *_text(model, BEFORE, rng),
+            *[config.image_token_id] * (n * per_image),
+            *_text(model, AFTER + longest - n * per_image, rng),
+        ]
+        for n in real
+    ]
+    return image, np.array(prompts)
+
+
 def sized_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Two images of different sizes in one prompt, padded with noise (which no image token
     may read) into one batch, with their sizes."""
@@ -218,6 +256,7 @@ INPUTS = {
     "patches": patch_inputs,
     "merged_patches": merged_patch_inputs,
     "tiles": tile_inputs,
+    "padded_images": padded_image_inputs,
     "sized": sized_inputs,
     "crops": crop_inputs,
 }

@@ -14,7 +14,8 @@ class VlmCase:
     "pixel_pairs": two a prompt; "patches": Qwen-VL's flattened patches of two grids;
     "merged_patches": VideoLLaMA 3's patches of three grids and merge sizes; "sized": two images
     of different sizes padded into one batch, with image_sizes; "tiles": Idefics 3's
-    image splits; "crops": LLaVA-NeXT's crops of three images); `token_types` the
+    image splits; "padded_images": Idefics 2's split images of different sizes, padded;
+    "crops": LLaVA-NeXT's crops of three images); `token_types` the
     token_type_ids transformers is given ("image": 1 on image tokens, as Gemma 3's processor
     makes them; "prefix": 0 on the prompt, 1 after it, as PaliGemma's; "": none); `overrides`
     are config attributes set after construction."""
