@@ -135,10 +135,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (NeoMMEForMaskedLM): its blocks are not built yet",
     ),
-    "nystromformer": (
-        "encoder",
-        "a text encoder (NystromformerForMaskedLM): its blocks are not built yet",
-    ),
     "omniasr_ctc": (
         "audio",
         "wav2vec2's large layout (layer-norm convs, pre-norm layers) under other names "

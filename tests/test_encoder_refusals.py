@@ -32,6 +32,9 @@ REFUSED = [
     ("mobilevit", {"output_stride": 4}, "'output_stride' = 4 is not supported"),
     ("pp_lcnet", {"block_configs": [[[3, 16, 32, 1, False]]]}, "five stages"),
     ("textnet", {"stem_out_channels": 12}, "'stem_out_channels' must equal"),
+    ("nystromformer", {"inv_coeff_init_option": True}, "'inv_coeff_init_option' = True is not"),
+    ("nystromformer", {"conv_kernel_size": 4}, "'conv_kernel_size' = 4 is not supported"),
+    ("nystromformer", {"num_landmarks": 4}, "'num_landmarks' = 4 is not supported"),
 ]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from converter.config import model_type_of
-from converter.registry import family_for
+from converter.registry import families, family_for
 
 
 class TransformersReference:
@@ -124,11 +124,26 @@ def model_outputs(model, role: str, tensors: dict) -> dict:
     of a two-tower model its text or image features (last_hidden_state, and the pooled
     features under each name those graphs give them)."""
     if role not in FEATURE_NAMES:
-        return dict(model(**tensors))
+        return dict(model(**reference_inputs(model, tensors)))
     features = model.get_text_features if role == "text" else model.get_image_features
     out = features(**tensors)
     pooled = {name: out.pooler_output for name in FEATURE_NAMES[role]}
     return {"last_hidden_state": out.last_hidden_state, **pooled}
+
+
+def reference_inputs(model, tensors: dict) -> dict:
+    """The inputs as transformers is fed them: a family whose model class says
+    `reference_key_mask(config)` gets the padding mask as the additive [batch, 1, 1, keys] mask
+    (transformers passes a 4-D mask through as it is)."""
+    import torch
+
+    family = families().get(getattr(model.config, "model_type", None))
+    key_mask = getattr(family and family.model_class, "reference_key_mask", None)
+    mask = tensors.get("attention_mask")
+    if key_mask is None or mask is None or not key_mask(model.config):
+        return tensors
+    low = torch.finfo(torch.float32).min
+    return {**tensors, "attention_mask": (1.0 - mask[:, None, None, :].float()) * low}
 
 
 # the transformers class of an encoder-decoder, by the modality its encoder reads
