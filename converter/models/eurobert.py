@@ -137,13 +137,16 @@ class LlamaEncoderBody(nn.Module):
         return [None] * len(self.layers)
 
     def forward(self, op, inputs: TextInputs):
+        return self.encode(op, inputs, self.embed_tokens(op, inputs.input_ids))
+
+    def encode(self, op, inputs: TextInputs, x):
+        """The layers and the final norm over embeddings `x` (UltraVBERT's hold images)."""
         ids = inputs.input_ids
         kernel = encoder_attention(op, self.ep, inputs.attention_mask, self.dtype)
         length = op.Squeeze(op.Shape(ids, start=1, end=2), [0])
         rotary = Rotary(
             self.dtype, op.Expand(op.Unsqueeze(op.Range(0, length, 1), [0]), op.Shape(ids))
         )
-        x = self.embed_tokens(op, ids)
         for layer, bias in zip(self.layers, self.layer_biases(op, ids), strict=True):
             x = layer(op, x, kernel, rotary, bias)
         return self.norm(op, x), None
