@@ -195,10 +195,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "multimodal",
         "a two-tower text-image model (Tipsv2Model): its blocks are not built yet",
     ),
-    "ultravbert": (
-        "encoder",
-        "a text encoder (UltraVBertForMaskedLM): its blocks are not built yet",
-    ),
     "videoprism": (
         "multimodal",
         "a two-tower text-image model (VideoPrismClipModel): its blocks are not built yet",
