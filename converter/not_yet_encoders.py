@@ -65,10 +65,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "neighbours at a dilation, with a relative bias) is not built; transformers "
         "itself needs the natten kernels to run it",
     ),
-    "esmc": (
-        "encoder",
-        "a text encoder (EsmcForMaskedLM): its blocks are not built yet",
-    ),
     "fnet": (
         "encoder",
         "FNet's token mixing is not built: each layer takes the real part of a 2-D "
@@ -186,10 +182,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "tipsv2": (
         "multimodal",
         "a two-tower text-image model (Tipsv2Model): its blocks are not built yet",
-    ),
-    "ultravbert": (
-        "encoder",
-        "a text encoder (UltraVBertForMaskedLM): its blocks are not built yet",
     ),
     "videoprism": (
         "multimodal",

@@ -82,13 +82,20 @@ class SwiGLU(nn.Module):
 
 
 class LlamaEncoderLayer(nn.Module):
+    """`attention_cls` and `make_norm` may differ (ESM-C: q/k norms, LayerNorm)."""
+
+    attention_cls: type[nn.Module] = LlamaEncoderAttention
+
     def __init__(self, cfg: LlamaEncoderConfig, dtype: ir.DataType, index: int):
         super().__init__()
         self.first = index == 0
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.norm_eps, dtype)
-        self.self_attn = LlamaEncoderAttention(cfg, dtype, self.rope_of(cfg, index))
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.norm_eps, dtype)
+        self.input_layernorm = self.make_norm(cfg, dtype)
+        self.self_attn = self.attention_cls(cfg, dtype, self.rope_of(cfg, index))
+        self.post_attention_layernorm = self.make_norm(cfg, dtype)
         self.mlp = SwiGLU(cfg, dtype)
+
+    def make_norm(self, cfg: LlamaEncoderConfig, dtype: ir.DataType) -> nn.Module:
+        return RMSNorm(cfg.hidden_size, cfg.norm_eps, dtype)
 
     def rope_of(self, cfg: LlamaEncoderConfig, index: int) -> Rope:
         return cfg.rope
@@ -116,8 +123,11 @@ class LlamaEncoderBody(nn.Module):
         self.layers = nn.ModuleList(
             [self.layer_cls(cfg, dtype, i) for i in range(cfg.num_hidden_layers)]
         )
-        self.norm = RMSNorm(cfg.hidden_size, cfg.norm_eps, dtype)
+        self.norm = self.make_final_norm(cfg, dtype)
         self.cfg, self.ep, self.dtype = cfg, ep, dtype
+
+    def make_final_norm(self, cfg: LlamaEncoderConfig, dtype: ir.DataType) -> nn.Module:
+        return RMSNorm(cfg.hidden_size, cfg.norm_eps, dtype)
 
     def expected_fusions(self, plan) -> dict[str, int]:
         return {"skip_norms": 1 if plan.has(SKIP_NORM) else 0}  # the final norm reads a sum
@@ -127,13 +137,16 @@ class LlamaEncoderBody(nn.Module):
         return [None] * len(self.layers)
 
     def forward(self, op, inputs: TextInputs):
+        return self.encode(op, inputs, self.embed_tokens(op, inputs.input_ids))
+
+    def encode(self, op, inputs: TextInputs, x):
+        """The layers and the final norm over embeddings `x` (UltraVBERT's hold images)."""
         ids = inputs.input_ids
         kernel = encoder_attention(op, self.ep, inputs.attention_mask, self.dtype)
         length = op.Squeeze(op.Shape(ids, start=1, end=2), [0])
         rotary = Rotary(
             self.dtype, op.Expand(op.Unsqueeze(op.Range(0, length, 1), [0]), op.Shape(ids))
         )
-        x = self.embed_tokens(op, ids)
         for layer, bias in zip(self.layers, self.layer_biases(op, ids), strict=True):
             x = layer(op, x, kernel, rotary, bias)
         return self.norm(op, x), None

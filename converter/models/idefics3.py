@@ -104,6 +104,17 @@ def non_blank(op, images) -> ir.Value:
     return op.Equal(op.Reshape(blank, [-1]), 0)
 
 
+def real_tiles(op, tiles, keep_a_blank: bool) -> ir.Value:
+    """[tiles] True for each tile [tiles, channels, S, S] with a pixel other than zero (the
+    rest pad a prompt's tile list); `keep_a_blank`: the first tile counts when none does."""
+    real = non_blank(op, tiles)
+    if keep_a_blank:
+        none = op.Equal(op.ReduceMax(op.Cast(real, to=INT64), keepdims=0), 0)
+        first = op.Equal(op.Range(0, op.Squeeze(op.Shape(real), [0]), 1), 0)
+        real = op.Or(real, op.And(first, none))
+    return real
+
+
 class Idefics3VisionEmbeddings(nn.Module):
     """The patches (a biased Conv2d) plus the position rows of their buckets."""
 
@@ -170,11 +181,7 @@ class Idefics3Model(VisionLanguageModel):
         side, patch = vision.image_size, vision.patch_size
         tiles = op.Reshape(image.pixel_values, [-1, vision.num_channels, side, side])
         masks = op.Reshape(image.pixel_attention_mask, [-1, side, side])
-        real = non_blank(op, tiles)
-        if self.keep_a_blank_tile:
-            none = op.Equal(op.ReduceMax(op.Cast(real, to=INT64), keepdims=0), 0)
-            first = op.Equal(op.Range(0, op.Squeeze(op.Shape(real), [0]), 1), 0)
-            real = op.Or(real, op.And(first, none))
+        real = real_tiles(op, tiles, self.keep_a_blank_tile)
         tiles, masks = op.Compress(tiles, real, axis=0), op.Compress(masks, real, axis=0)
         count = side // patch
         per_patch = op.Reshape(masks, [0, count, patch, count, patch])

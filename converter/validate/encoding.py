@@ -104,6 +104,9 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
             feeds.update(_naflex_images(rng, config))
         elif item.name in ("pixel_attention_mask", "spatial_shapes"):
             continue  # made with the NaFlex pixel values
+        elif item.name == "pixel_values" and len(item.shape) == 5:  # a list of images a row
+            shape = (BATCH, 1, *_image_shape(item, config, first=2)[1:])
+            feeds[item.name] = rng.standard_normal(shape).astype(dtype)
         elif item.name == "pixel_values":
             feeds[item.name] = rng.standard_normal(_image_shape(item, config)).astype(dtype)
         elif item.name == "input_features":  # spectrogram frames: Whisper's fixed size, or
@@ -119,7 +122,25 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
             feeds[item.name] = values
         else:
             raise ValueError(f"the encoder probe cannot make input {item.name!r}")
+    if "input_ids" in feeds and feeds.get("pixel_values", np.empty(0)).ndim == 5:
+        feeds.update(_image_tokens(feeds, config))
     return feeds
+
+
+def _image_tokens(feeds: dict[str, np.ndarray], config: dict) -> dict[str, np.ndarray]:
+    """Each row's image tokens (as many as the connector makes of an image: UltraVBERT's
+    pixel shuffle) inserted after its first token."""
+    vision, image = config["vision_config"], config["image_token_id"]
+    side = vision["image_size"] // vision["patch_size"] // config["pixel_shuffle_factor"]
+    ids, mask = feeds["input_ids"], feeds["attention_mask"]
+    ids = np.where(ids == image, 4 if image == 3 else 3, ids)  # no stray image tokens
+    tokens = np.full((BATCH, side * side), image, ids.dtype)
+    return {
+        "input_ids": np.concatenate([ids[:, :1], tokens, ids[:, 1:]], axis=1),
+        "attention_mask": np.concatenate(
+            [mask[:, :1], np.ones_like(tokens, mask.dtype), mask[:, 1:]], axis=1
+        ),
+    }
 
 
 def reference_names(config: dict) -> dict[str, str]:
@@ -135,13 +156,14 @@ def _names(session) -> set[str]:
     return {i.name for i in session.get_inputs()}
 
 
-def _image_shape(item, config: dict) -> tuple[int, ...]:
+def _image_shape(item, config: dict, first: int = 1) -> tuple[int, ...]:
+    """[batch, channels, height, width]; `first`: the input's axis of channels."""
     vision = config.get("vision_config") or config
     size = vision.get("image_size", 224)
     height, width = (size, size) if isinstance(size, int) else size
-    fixed = [d if isinstance(d, int) else None for d in item.shape]
-    channels = fixed[1] or vision.get("num_channels", 3)
-    return (BATCH, channels, fixed[2] or height, fixed[3] or width)
+    fixed = [d if isinstance(d, int) else None for d in item.shape[first:]]
+    channels = fixed[0] or vision.get("num_channels", 3)
+    return (BATCH, channels, fixed[1] or height, fixed[2] or width)
 
 
 def _naflex_images(rng: np.random.Generator, config: dict) -> dict[str, np.ndarray]:

@@ -136,7 +136,14 @@ def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.n
     text mask keeps; the audio frames the model's own conv lengths keep (all frames when the
     graph takes no mask, as transformers then computes every frame too)."""
     # image outputs' batch (IMAGES) never matches the text mask
-    if inputs in ("text", "layout", "shape+pronunciation", "text+global", "text+image"):
+    if inputs in (
+        "text",
+        "layout",
+        "shape+pronunciation",
+        "text+global",
+        "text+image",
+        "text+tiles",
+    ):
         return TEXT_MASK
     if "attention_mask" not in feeds:
         return None
@@ -177,6 +184,23 @@ def text_image_inputs(config: dict) -> dict[str, np.ndarray]:
     return feeds
 
 
+def text_tile_inputs(config: dict) -> dict[str, np.ndarray]:
+    """The two texts of `text_inputs`, each holding one image's tokens (as many image tokens as
+    the connector makes of an image) among its kept ones, and pixel_values [batch, 2, channels,
+    size, size]: each row's image, then an all-zero one padding the row's list."""
+    text, vision, image = config["text_config"], config["vision_config"], config["image_token_id"]
+    feeds = text_inputs(text)
+    side = vision["image_size"] // vision["patch_size"] // config["pixel_shuffle_factor"]
+    ids = np.where(feeds["input_ids"] == image, 3, feeds["input_ids"])
+    ids[:, 1 : 1 + side * side] = image
+    feeds["input_ids"] = ids
+    size = vision["image_size"]
+    pixels = RNG.standard_normal((BATCH, 2, vision.get("num_channels", 3), size, size))
+    pixels[:, 1] = 0.0
+    feeds["pixel_values"] = pixels.astype(np.float32)
+    return feeds
+
+
 INPUTS = {
     "text": text_inputs,
     "image": image_inputs,
@@ -186,6 +210,7 @@ INPUTS = {
     "audio": audio_inputs,
     "spectrogram": spectrogram_inputs,
     "text+image": text_image_inputs,
+    "text+tiles": text_tile_inputs,
 }
 
 
