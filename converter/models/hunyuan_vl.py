@@ -22,7 +22,6 @@ which only full-width cos/sin tables express: the body's kernel rotates with tho
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,7 +40,7 @@ from converter.models.hunyuan import HunYuanBody, HunYuanLM, HunYuanRules
 from converter.models.pixtral import locate
 from converter.models.qwen_vl import same
 from converter.models.video_llama_3 import PatchEmbedding
-from converter.models.vision_language import Holder, VisionLanguageModel
+from converter.models.vision_language import VisionLanguageModel
 from converter.registry import Family
 from converter.tasks.vision_language import VLM_TASK
 
@@ -197,7 +196,8 @@ class PositionGrid(nn.Module):
 
     def forward(self, op, places: Patches):
         table = self.weight if self.dtype == FLOAT else op.Cast(self.weight, to=FLOAT)
-        grid = op.Reshape(op.Slice(table, [1], [self.side**2 + 1], [0]), [1, self.side, self.side, -1])
+        grid = op.Slice(table, [1], [self.side**2 + 1], [0])  # the first row is not the grid's
+        grid = op.Reshape(grid, [1, self.side, self.side, -1])
         points = op.Concat(
             op.Unsqueeze(places.grid_x, [1]), op.Unsqueeze(places.grid_y, [1]), axis=1
         )
@@ -326,9 +326,7 @@ class Merger(nn.Module):
         inner = op.Sub(place, 1)
         row, col = op.Div(inner, wide), op.Mod(inner, wide)
         first_block = op.Sub(op.CumSum(op.Mul(rows, cols), 0), op.Mul(rows, cols))
-        block = op.Add(
-            op.Gather(first_block, image), op.Add(op.Mul(row, op.Sub(wide, 1)), col)
-        )
+        block = op.Add(op.Gather(first_block, image), op.Add(op.Mul(row, op.Sub(wide, 1)), col))
         begin = op.Equal(place, 0)
         end = op.Equal(place, op.Sub(op.Gather(per_image, image), 1))
         framing = op.Or(op.Or(begin, end), op.Equal(col, op.Sub(wide, 1)))
@@ -396,9 +394,7 @@ class SectionRotary:
         x32 = x if self.dtype == FLOAT else op.Cast(x, to=FLOAT)
         x32 = op.Reshape(x32, [0, 0, heads, rope.dim])
         first, second = op.Split(x32, num_outputs=2, axis=-1, _outputs=2)
-        turned = op.Add(
-            op.Mul(x32, cos), op.Mul(op.Concat(op.Neg(second), first, axis=-1), sin)
-        )
+        turned = op.Add(op.Mul(x32, cos), op.Mul(op.Concat(op.Neg(second), first, axis=-1), sin))
         turned = op.Reshape(turned, [0, 0, -1])
         return turned if self.dtype == FLOAT else op.Cast(turned, to=self.dtype)
 

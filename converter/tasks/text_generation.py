@@ -147,7 +147,8 @@ class TextGenerationTask:
         else:
             total = [BATCH, "total_sequence_length"]
             attention_mask = builder.input("attention_mask", i64, total)
-        position_ids = builder.input("position_ids", i64, [self.mrope_rows, *seq] if self.mrope else seq)
+        positions = [self.mrope_rows, *seq] if self.mrope else seq
+        position_ids = builder.input("position_ids", i64, positions)
         io = self.io_names(scatter)
         names = io["inputs"]["past_key_names"], io["inputs"]["past_value_names"]
         caches = model.caches()
