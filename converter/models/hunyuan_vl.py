@@ -81,7 +81,10 @@ class HunYuanVlTextRules(HunYuanRules):
         legacy = params.pop("xdrope_section", None)
         if legacy is not None:
             if params.get("mrope_section", legacy) != legacy:
-                r.refuse(f"{key}.xdrope_section", "it differs from mrope_section")
+                raise ConfigError(
+                    f"'{key}.xdrope_section' = {legacy!r} differs from 'mrope_section' = "
+                    f"{params['mrope_section']!r}"
+                )
             params["mrope_section"] = legacy
         for kind in ("rope_type", "type"):
             if params.get(kind) == "xdrope":
@@ -90,7 +93,10 @@ class HunYuanVlTextRules(HunYuanRules):
         rope = super().rope(r, head_dim)
         sections = rope.mrope_section or ()
         if len(sections) < 3:
-            r.refuse(f"{key}.mrope_section", "HunYuanVL turns by at least 3 position rows")
+            raise ConfigError(
+                f"'{key}.mrope_section' = {list(sections)!r}: HunYuanVL turns by at least 3 "
+                "position rows"
+            )
         if rope.kind in ("dynamic", "longrope"):
             r.refuse(key, f"a {rope.kind} rope's frequencies follow the sequence length")
         return rope
