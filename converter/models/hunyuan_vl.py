@@ -31,7 +31,7 @@ from onnxscript import nn
 from converter.components import LayerNorm, Linear, PlainMLP, RMSNorm, activation
 from converter.components.encoder_attention import BlockAttention
 from converter.config import ConfigReader, Rope
-from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_VOCAB
+from converter.config.reader import MAX_DIM, MAX_LAYERS
 from converter.config.vision import MAX_IMAGE_SIDE
 from converter.config.vision_language import VisionLanguageRules
 from converter.errors import ConfigError
@@ -113,7 +113,6 @@ class HunYuanVlRules(VisionLanguageRules):
     text_type = "hunyuan_vl_text"
     text_family = "hunyuan_v1_dense"
     vision_type = "hunyuan_vl_vision"
-    tie_from_text = False  # transformers ties by the top level only
 
     def select(self, raw: dict) -> dict:
         """The older flat layout (HunyuanOCR's) keeps the text model's keys at the top."""
@@ -149,15 +148,6 @@ class HunYuanVlRules(VisionLanguageRules):
             activation=r.str("hidden_act"),
             norm_eps=r.float("rms_norm_eps", "layer_norm_eps"),
         )
-
-    def read_extra(self, r: ConfigReader, text, vision) -> dict:
-        width = r.section("vision_config").get("text_hidden_size", text.hidden_size)
-        if width != text.hidden_size:
-            raise ConfigError(
-                f"vision_config: 'text_hidden_size' = {width} differs from the text model's "
-                f"'hidden_size' = {text.hidden_size}"
-            )
-        return {key: r.int(key, lo=0, hi=MAX_VOCAB) for key in ("im_start_id", "im_end_id")}
 
 
 # -- the vision tower --------------------------------------------------------------------------
