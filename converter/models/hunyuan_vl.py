@@ -36,6 +36,7 @@ from converter.config.vision import MAX_IMAGE_SIDE
 from converter.config.vision_language import VisionLanguageRules
 from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
+from converter.models import glm4v
 from converter.models.hunyuan import HunYuanBody, HunYuanLM, HunYuanRules
 from converter.models.pixtral import locate
 from converter.models.qwen_vl import same
@@ -181,31 +182,11 @@ def patch_places(op, grid) -> Patches:
     )
 
 
-class PositionGrid(nn.Module):
-    """The learned table (a first row, then side² rows of the grid) as a side x side image,
-    sampled bilinearly at each patch's centre (in float32, as transformers)."""
+class PositionGrid(glm4v.PositionGrid):
+    """GLM-4V's resampled position table, bilinear, after a first row that is not the grid's."""
 
-    def __init__(self, cfg: HunYuanVisionConfig, dtype: ir.DataType):
-        super().__init__()
-        self.weight = nn.Parameter([cfg.position_side**2 + 1, cfg.hidden_size], dtype)
-        self.side, self.hidden, self.dtype = cfg.position_side, cfg.hidden_size, dtype
-
-    def forward(self, op, places: Patches):
-        table = self.weight if self.dtype == FLOAT else op.Cast(self.weight, to=FLOAT)
-        grid = op.Slice(table, [1], [self.side**2 + 1], [0])  # the first row is not the grid's
-        grid = op.Reshape(grid, [1, self.side, self.side, -1])
-        points = op.Concat(
-            op.Unsqueeze(places.grid_x, [1]), op.Unsqueeze(places.grid_y, [1]), axis=1
-        )
-        sampled = op.GridSample(
-            op.Transpose(grid, perm=[0, 3, 1, 2]),
-            op.Unsqueeze(points, [0, 2]),  # [1, patches, 1, 2]
-            mode="linear",
-            padding_mode="border",
-            align_corners=0,
-        )  # [1, hidden, patches, 1]
-        out = op.Transpose(op.Reshape(sampled, [1, self.hidden, -1]), perm=[0, 2, 1])
-        return out if self.dtype == FLOAT else op.Cast(out, to=self.dtype)
+    mode = "linear"
+    leading = 1
 
 
 class Embeddings(nn.Module):
