@@ -393,7 +393,7 @@ class HunYuanVlLM(HunYuanLM):
 class HunYuanVlModel(VisionLanguageModel):
     image_layout = "patches"
     mrope = True
-    position_rule = "xdrope"  # how a runtime computes the prompt's positions
+    position_rule = "xdrope"
     image_prompt = (  # image start, the image (one token, expanded to its count), image end
         "<｜hy_place▁holder▁no▁100｜><｜hy_place▁holder▁no▁102｜><｜hy_place▁holder▁no▁101｜>"
     )

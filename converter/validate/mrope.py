@@ -1,7 +1,8 @@
 """Qwen-VL's 3-D positions of a prompt, as onnxruntime-genai and transformers compute them:
 text tokens advance all three rows together; an image's tokens (one per merge block) take
 (frame, row, column) of their block, offset by the position the image starts at; the text
-after an image continues one past the image's largest position."""
+after an image continues one past the image's largest position. HunYuanVL's XD-RoPE positions
+(`xdrope_positions`, as transformers computes them) keep every token's place in the sequence."""
 
 from __future__ import annotations
 
