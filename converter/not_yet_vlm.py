@@ -144,7 +144,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "a SigLIP-style tower with a routed DeepStack connector feeding several decoder "
         "layers: not built yet",
     ),
-    "hunyuan_vl": ("vlm", QWEN_VL_LIKE.format("Hunyuan's dense decoder")),
     "hy_v4_vl": (
         "vlm",
         QWEN_VL_LIKE.format("a decoder with hyper-connections, an indexer and experts"),

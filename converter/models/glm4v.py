@@ -184,16 +184,22 @@ def patch_places(op, grid, patches: ir.Value, cfg: GlmVisionConfig) -> PatchPlac
 
 
 class PositionGrid(nn.Module):
-    """The learned [side², hidden] table as a side x side image, sampled bicubically at each
-    patch's centre (in float32, as transformers)."""
+    """The learned [side², hidden] table (after `leading` rows that are not the grid's) as a
+    side x side image, sampled (`mode`: bicubically) at each patch's centre (in float32, as
+    transformers)."""
+
+    mode = "cubic"
+    leading = 0
 
     def __init__(self, cfg: GlmVisionConfig, dtype: ir.DataType):
         super().__init__()
-        self.weight = nn.Parameter([cfg.position_side**2, cfg.hidden_size], dtype)
+        self.weight = nn.Parameter([self.leading + cfg.position_side**2, cfg.hidden_size], dtype)
         self.side, self.hidden, self.dtype = cfg.position_side, cfg.hidden_size, dtype
 
     def forward(self, op, places: PatchPlaces):
         table = self.weight if self.dtype == FLOAT else op.Cast(self.weight, to=FLOAT)
+        if self.leading:
+            table = op.Slice(table, [self.leading], [self.leading + self.side**2], [0])
         image = op.Transpose(op.Reshape(table, [1, self.side, self.side, -1]), perm=[0, 3, 1, 2])
         points = op.Concat(
             op.Unsqueeze(places.grid_x, [1]), op.Unsqueeze(places.grid_y, [1]), axis=1
@@ -201,7 +207,7 @@ class PositionGrid(nn.Module):
         sampled = op.GridSample(
             image,
             op.Unsqueeze(points, [0, 2]),  # [1, patches, 1, 2]
-            mode="cubic",
+            mode=self.mode,
             padding_mode="border",
             align_corners=0,
         )  # [1, hidden, patches, 1]

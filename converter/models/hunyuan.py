@@ -65,7 +65,8 @@ class HunYuanRules(ConfigRules):
             raise ConfigError(f"rope alpha must be a finite positive number, got {alpha!r}")
         # a fixed alpha stretches the base once, whatever the sequence length
         theta = rope.theta * alpha ** (head_dim / (head_dim - 2))
-        return Rope("default", theta, head_dim, rope.max_position_embeddings)
+        positions, sections = rope.max_position_embeddings, rope.mrope_section  # HunYuanVL's
+        return Rope("default", theta, head_dim, positions, mrope_section=sections)
 
 
 FAMILIES = [

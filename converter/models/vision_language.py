@@ -62,6 +62,10 @@ class VisionLanguageModel(nn.Module):
     }
     image_layout = "pixels"  # which image inputs the vision graph reads (tasks/vision_language)
     mrope = False  # the decoder reads [3, batch, sequence] positions
+    mrope_rows = 3  # their rows (HunYuanVL's XD-RoPE reads one per rope section)
+    # how a runtime computes a prompt's multimodal positions, recorded in mobius.json: None,
+    # Qwen-VL's (converter/validate/mrope.py); "xdrope", HunYuanVL's
+    position_rule: str | None = None
     decoder_reads_ids = False  # the decoder reads input_ids beside inputs_embeds (its mask)
     # the token_type_ids transformers' processor gives the model, whose mask reads them (what
     # the graphs reproduce, so validation gives them too): "image", 1 on image tokens (Gemma

@@ -93,6 +93,10 @@ class ModelPackage:
         prompt = getattr(self.family.model_class, "image_prompt", None)
         return {"image_prompt": prompt} if prompt else {}
 
+    def _position_rule(self) -> dict[str, str]:
+        rule = getattr(self.family.model_class, "position_rule", None)
+        return {"position_rule": rule} if rule else {}
+
     def save(self, output: str | Path, *, progress: bool = True) -> Path:
         """Write the package into `output`; files appear there only once all are written."""
         output = Path(output)
@@ -170,6 +174,8 @@ class ModelPackage:
             "runtime": self.runtime,
             # the text a prompt holds for each image (vision-language models)
             **self._image_prompt(),
+            # how a runtime computes a prompt's multimodal positions, where not Qwen-VL's
+            **self._position_rule(),
             # a sentence-transformers repo (its modules.json) loads with backend="onnx"
             "sentence_transformers": (self.source.path / SENTENCE_TRANSFORMERS).is_file(),
             "components": [{"role": c.role, "filename": c.filename} for c in self.components],

@@ -86,6 +86,7 @@ class TextGenerationTask:
     name: str = "text-generation"
     inputs_embeds: bool = False
     mrope: bool = False
+    mrope_rows: int = 3  # position_ids' rows with `mrope`
     embeds_width: int | None = None  # inputs_embeds' width, when more is packed beside hidden
     ids_beside_embeds: bool = False
     last_logits_only: bool = False  # the prune-prefill-prefix feature
@@ -146,7 +147,8 @@ class TextGenerationTask:
         else:
             total = [BATCH, "total_sequence_length"]
             attention_mask = builder.input("attention_mask", i64, total)
-        position_ids = builder.input("position_ids", i64, [3, *seq] if self.mrope else seq)
+        positions = [self.mrope_rows, *seq] if self.mrope else seq
+        position_ids = builder.input("position_ids", i64, positions)
         io = self.io_names(scatter)
         names = io["inputs"]["past_key_names"], io["inputs"]["past_value_names"]
         caches = model.caches()

@@ -89,6 +89,7 @@ class VisionLanguageTask:
         text = TextGenerationTask(
             inputs_embeds=True,
             mrope=model.mrope,
+            mrope_rows=model.mrope_rows,
             embeds_width=model.features_width,
             ids_beside_embeds=model.decoder_reads_ids,
             last_logits_only=self.last_logits_only,

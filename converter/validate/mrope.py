@@ -1,7 +1,8 @@
 """Qwen-VL's 3-D positions of a prompt, as onnxruntime-genai and transformers compute them:
 text tokens advance all three rows together; an image's tokens (one per merge block) take
 (frame, row, column) of their block, offset by the position the image starts at; the text
-after an image continues one past the image's largest position."""
+after an image continues one past the image's largest position. HunYuanVL's XD-RoPE positions
+(`xdrope_positions`, as transformers computes them) keep every token's place in the sequence."""
 
 from __future__ import annotations
 
@@ -29,4 +30,35 @@ def mrope_positions(ids: np.ndarray, grids: np.ndarray, image_token: int, merge:
             out[:, b, i : i + block.shape[1]] = block
             i += block.shape[1]
             start = int(block.max()) + 1
+    return out
+
+
+def xdrope_positions(
+    ids: np.ndarray, grids: np.ndarray, image_token: int, merge: int, rows: int
+) -> np.ndarray:
+    """HunYuanVL's XD-RoPE positions [rows, batch, sequence]: every token's place in the
+    sequence on every row, except an image's grid tokens (a run of image tokens holds its
+    begin, rows x (columns + 1) grid tokens, its end), whose last three rows are their column,
+    row and the image's index."""
+    out = np.broadcast_to(np.arange(ids.shape[1]), (rows, *ids.shape)).copy()
+    image = 0
+    for b, row in enumerate(ids):
+        i = 0
+        while i < len(row):
+            if row[i] != image_token:
+                i += 1
+                continue
+            end = i
+            while end < len(row) and row[end] == image_token:
+                end += 1
+            _, h, w = (int(v) for v in grids[image])
+            grid_rows, grid_cols = np.meshgrid(
+                np.arange(h // merge), np.arange(w // merge + 1), indexing="ij"
+            )
+            count = grid_rows.size
+            start = i + 1 if end - i == count + 2 else i
+            out[-3, b, start : start + count] = grid_cols.ravel()
+            out[-2, b, start : start + count] = grid_rows.ravel()
+            out[-1, b, start : start + count] = image
+            image, i = image + 1, end
     return out

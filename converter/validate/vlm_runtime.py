@@ -13,7 +13,7 @@ import numpy as np
 import onnxruntime as ort
 
 from converter.dtypes import ORT_NUMPY
-from converter.validate.mrope import mrope_positions
+from converter.validate.mrope import mrope_positions, xdrope_positions
 
 PAST = "past_key_values."
 
@@ -33,6 +33,8 @@ class OnnxVisionLanguage:
         self.outputs = [o.name for o in self.decoder.get_outputs()]
         positions = next(i for i in self.decoder.get_inputs() if i.name == "position_ids")
         self.mrope = len(positions.shape) == 3
+        self.position_rule = manifest.get("position_rule", "mrope")
+        self.position_rows = positions.shape[0] if self.mrope else 1
         # a decoder whose mask reads the ids (Gemma 3's image blocks) gets them too, as genai
         # feeds a decoder that declares them
         self.decoder_ids = any(i.name == "input_ids" for i in self.decoder.get_inputs())
@@ -106,8 +108,10 @@ class OnnxVisionLanguage:
         if not self.mrope:
             return np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
         merge = self.config["vision_config"]["spatial_merge_size"]
-        grids = image["image_grid_thw"]
-        return mrope_positions(ids, grids, self.config["image_token_id"], merge)
+        grids, image_token = image["image_grid_thw"], self.config["image_token_id"]
+        if self.position_rule == "xdrope":
+            return xdrope_positions(ids, grids, image_token, merge, self.position_rows)
+        return mrope_positions(ids, grids, image_token, merge)
 
     def greedy(
         self,

@@ -94,23 +94,27 @@ def pixel_inputs(
 
 def patch_inputs(model, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Two images of different grids as the Qwen-VL processor flattens them, in one prompt,
-    each between its vision (GLM-4V: image) start and end tokens."""
+    each between its vision (GLM-4V: image; HunYuanVL: im) start and end tokens, with as many
+    image tokens as the model gives it features."""
     config, vision = model.config, model.config.vision_config
     start, end = (
         getattr(config, f"vision_{which}_token_id", None)
-        or getattr(config, f"image_{which}_token_id")
+        or getattr(config, f"image_{which}_token_id", None)
+        or getattr(config, f"im_{which}_id")
         for which in ("start", "end")
     )
-    width = vision.in_channels * vision.temporal_patch_size * vision.patch_size**2
+    channels = getattr(vision, "in_channels", None) or vision.num_channels
+    width = channels * vision.temporal_patch_size * vision.patch_size**2
     patches = sum(t * h * w for t, h, w in GRIDS)
     image = {
         "pixel_values": rng.standard_normal((patches, width)).astype(np.float32),
         "image_grid_thw": np.array(GRIDS, dtype=np.int64),
     }
+    with torch.no_grad():
+        found = image_features(model, **{k: torch.from_numpy(v) for k, v in image.items()})
     ids = list(_text(model, BEFORE, rng))
-    for t, h, w in GRIDS:
-        tokens = t * h * w // vision.spatial_merge_size**2
-        ids += [start, *[config.image_token_id] * tokens, end, *_text(model, 2, rng)]
+    for features in found:
+        ids += [start, *[config.image_token_id] * len(features), end, *_text(model, 2, rng)]
     return image, np.array([ids + list(_text(model, AFTER, rng))])
 
 
