@@ -127,10 +127,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a text encoder (MraForMaskedLM): its blocks are not built yet",
     ),
     "mvp": ("seq2seq", SEQ2SEQ_MASKED_LM.format("Mvp")),
-    "neomme": (
-        "encoder",
-        "a text encoder (NeoMMEForMaskedLM): its blocks are not built yet",
-    ),
     "omniasr_ctc": (
         "audio",
         "wav2vec2's large layout (layer-norm convs, pre-norm layers) under other names "
