@@ -16,6 +16,7 @@ stem is left unread and every token is at its index (what transformers computes 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 import onnx_ir as ir
 from onnxscript import nn
@@ -52,6 +53,7 @@ class NeoMMEConfig(EncoderConfig):
     ropes: tuple[Rope, ...] = ()  # per layer
     residual_multiplier: float = 1.0
     tied: bool = True
+    embedding_dim: int = 1  # the retrieval head's token embeddings
 
 
 class NeoMMEEmbeddings(nn.Module):
@@ -204,6 +206,16 @@ class NeoMMEBody(nn.Module):
         return self.final_norm(op, x), None
 
 
+class FloatLinear(Linear):
+    """The embedding projection when the tied head also multiplies by it, untransposed: kept
+    float in int4 and int8 builds, whose passes quantize a weight once, in one layout."""
+
+    keeps_float = True
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        return {}
+
+
 class Unembedding(nn.Module):
     """hidden -> embedding_rank by a weight shaped as the embedding projection's, [hidden,
     rank] (transformers multiplies by it untransposed)."""
@@ -216,15 +228,39 @@ class Unembedding(nn.Module):
         return op.MatMul(x, self.weight)
 
 
+class MultiVectorHead(nn.Module):
+    """The retrieval head's token embeddings: projected, unit length, zero on padding."""
+
+    def __init__(self, cfg: NeoMMEConfig, dtype: ir.DataType):
+        super().__init__()
+        self.proj = Linear(cfg.hidden_size, cfg.embedding_dim, False, dtype)
+
+    def forward(self, op, hidden, keep):
+        zero = op.CastLike(0.0, hidden)
+        return op.Where(keep, unit(op, self.proj(op, hidden)), zero)
+
+
 class NeoMMEModel(BertEncoderModel):
+    """feature-extraction: last_hidden_state; a retrieval checkpoint (NeoMMEForRetrieval, its
+    `multi_vector_head` stored) adds its outputs: `embeddings` [batch, sequence, embedding_dim]
+    and `dense_embeddings` [batch, hidden], the unit mean of the unpadded tokens over the
+    whole width (a Matryoshka prefix, dense_dim, is the caller's to cut and renormalize)."""
+
     body_cls = NeoMMEBody
     body_name = "model"
     heads = ("feature-extraction", "fill-mask")
+    head_tasks: ClassVar[dict[str, str]] = {"ForRetrieval": "feature-extraction"}
+    reference_heads: ClassVar[tuple[str, ...]] = ("NeoMMEForRetrieval",)
 
     def uses_pooler(self, task: str, tensors: frozenset[str]) -> bool:
         return False
 
     def make_head(self, cfg: NeoMMEConfig, dtype, task: str, tensors) -> None:
+        if task == "feature-extraction" and "multi_vector_head.proj.weight" in tensors:
+            self.multi_vector_head = MultiVectorHead(cfg, dtype)
+        if task == "fill-mask" and cfg.tied:
+            rank, size = cfg.embedding_rank, cfg.hidden_size
+            self.body.embed_tokens.embedding_projection = FloatLinear(rank, size, False, dtype)
         if task == "fill-mask" and not cfg.tied:
             self.unembedding_projection = Unembedding(cfg, dtype)
             self.lm_head = Linear(cfg.embedding_rank, cfg.vocab_size, False, dtype, head=True)
@@ -233,7 +269,7 @@ class NeoMMEModel(BertEncoderModel):
         hidden, _ = self.body(op, inputs)
         cfg, tokens = self.cfg, [BATCH, SEQUENCE]
         if self.task == "feature-extraction":
-            return {"last_hidden_state": (hidden, [*tokens, cfg.hidden_size])}
+            return self.features(op, hidden, inputs.attention_mask)
         embeddings = self.body.embed_tokens
         if cfg.tied:  # both factors of the token embedding, run backwards
             x = op.MatMul(hidden, embeddings.embedding_projection.weight)
@@ -241,6 +277,21 @@ class NeoMMEModel(BertEncoderModel):
         else:
             logits = self.lm_head(op, self.unembedding_projection(op, hidden))
         return {"logits": (logits, [*tokens, cfg.vocab_size])}
+
+    def features(self, op, hidden, attention_mask) -> dict:
+        cfg, tokens = self.cfg, [BATCH, SEQUENCE]
+        out = {"last_hidden_state": (hidden, [*tokens, cfg.hidden_size])}
+        if getattr(self, "multi_vector_head", None) is None:
+            return out
+        kept = op.Unsqueeze(op.Cast(attention_mask, to=ir.DataType.BOOL), [2])
+        vectors = self.multi_vector_head(op, hidden, kept)
+        out["embeddings"] = (vectors, [*tokens, cfg.embedding_dim])
+        # the mean of the unpadded tokens (a row without any: zeros), at unit length
+        keep = op.Cast(kept, to=self.body.dtype)
+        total = op.ReduceSum(op.Mul(hidden, keep), [1], keepdims=0)
+        count = op.Max(op.ReduceSum(keep, [1], keepdims=0), op.CastLike(1e-9, hidden))
+        out["dense_embeddings"] = (unit(op, op.Div(total, count)), [BATCH, cfg.hidden_size])
+        return out
 
 
 class NeoMMERules(EncoderRules):
@@ -281,6 +332,7 @@ class NeoMMERules(EncoderRules):
                 (2 * layers) ** -0.5 if multiplier is None else r.float("residual_multiplier")
             ),
             tied=r.bool("tie_word_embeddings", True),
+            embedding_dim=r.int("embedding_dim"),
         )
 
 

@@ -31,7 +31,9 @@ TINY = {
 }
 
 CASES = {
-    "neomme": EncoderCase(TINY, ("NeoMMEModel", "NeoMMEForMaskedLM")),
+    "neomme": EncoderCase(
+        {**TINY, "embedding_dim": 8}, ("NeoMMEModel", "NeoMMEForMaskedLM", "NeoMMEForRetrieval")
+    ),
     # an untied head, biases, other rope bases and rotated fractions
     "neomme:untied": EncoderCase(
         {
