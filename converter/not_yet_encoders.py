@@ -161,15 +161,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "(SigLIP tower, projector, decoder over a policy prompt) and reads the yes/no "
         "token logits; that VLM is not converted",
     ),
-    "tapas": (
-        "encoder",
-        "table encoder: token_type_ids are [batch, sequence, 7] (segment, column, row, "
-        "previous label, column rank, inverse column rank, numeric relation), each read from "
-        "its own table (type_vocab_sizes), and with reset_position_index_per_cell (the "
-        "default) positions restart in every cell, found by per-cell minima over the column "
-        "and row ids; the 7-wide token-type input and cell-relative positions are not built, "
-        "nor the question-answering head (cell selection and aggregation over cell segments)",
-    ),
     "timm_wrapper": (
         "vision",
         "TimmWrapper runs whichever timm architecture its config names (`architecture`), "

@@ -91,6 +91,19 @@ def layout_inputs(config: dict) -> dict[str, np.ndarray]:
     return {**text_inputs(config), "bbox": np.concatenate([low, high], axis=-1)}
 
 
+def table_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Text inputs and TAPAS's token types [batch, sequence, 7]: three question tokens, then
+    table cells of two tokens or more (column and row ids repeating, so positions restart in
+    every cell), the other columns random in their tables; padding all zeros."""
+    feeds, sizes = text_inputs(config), config["type_vocab_sizes"]
+    types = RNG.integers(0, np.array(sizes), size=(BATCH, LENGTH, len(sizes)))
+    types[:, :, 0] = [0, 0, 0, 1, 1, 1, 1, 1, 1]  # segment: question, then table
+    types[:, :, 1] = [0, 0, 0, 1, 1, 2, 2, 1, 1]  # column
+    types[:, :, 2] = [0, 0, 0, 0, 0, 0, 0, 1, 1]  # row
+    feeds["token_type_ids"] = types * TEXT_MASK[..., None]
+    return feeds
+
+
 def shape_pronunciation_inputs(config: dict) -> dict[str, np.ndarray]:
     """Text inputs and RoCBert's shape and pronunciation ids per token (the pad id where the
     row is padded)."""
@@ -143,6 +156,7 @@ def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.n
         "text+global",
         "text+image",
         "text+tiles",
+        "table",
     ):
         return TEXT_MASK
     if "attention_mask" not in feeds:
@@ -205,6 +219,7 @@ INPUTS = {
     "text": text_inputs,
     "image": image_inputs,
     "layout": layout_inputs,
+    "table": table_inputs,
     "shape+pronunciation": shape_pronunciation_inputs,
     "text+global": global_text_inputs,
     "audio": audio_inputs,
