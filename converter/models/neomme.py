@@ -8,7 +8,8 @@ value) and a sigmoid-gated output projection; the MLP is relu², both residual b
 `residual_multiplier`; a scale-less final norm. Sliding layers see keys at most their window
 away (`per_layer_config` gives some layers a window of their own). The masked-LM head runs the
 factorization backwards (`unembedding_projection`, then `lm_head`), tied to both embedding
-weights under tie_word_embeddings.
+weights under tie_word_embeddings; NeoMMEForRetrieval converts as feature-extraction with its
+outputs beside last_hidden_state (NeoMMEModel below).
 
 Images are not read: the graph takes no pixel_values and no two-axis position_ids, so the patch
 stem is left unread and every token is at its index (what transformers computes for text)."""
