@@ -65,14 +65,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "neighbours at a dilation, with a relative bias) is not built; transformers "
         "itself needs the natten kernels to run it",
     ),
-    "fnet": (
-        "encoder",
-        "FNet's token mixing is not built: each layer takes the real part of a 2-D "
-        "Fourier transform over sequence and hidden axes (torch.fft.fftn; ONNX DFT or "
-        "cos/sin matrices of the dynamic length), and it has no attention and ignores "
-        "attention_mask, so the encoder kernels and their fused-kernel checks do not "
-        "apply",
-    ),
     "funnel": (
         "encoder",
         "Funnel Transformer's blocks are not built: the sequence is mean-pooled (stride "
