@@ -190,8 +190,4 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "speech",
         "WhisperForAudioClassification is the encoder of an encoder-decoder speech model: issue 13",
     ),
-    "yoso": (
-        "encoder",
-        "a text encoder (YosoForMaskedLM): its blocks are not built yet",
-    ),
 }
