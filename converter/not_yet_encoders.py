@@ -115,13 +115,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "inputs, and a words-only graph would leave the entity vocabulary and heads unread",
     ),
     "mbart": ("seq2seq", SEQ2SEQ_MASKED_LM.format("MBart")),
-    "modernvbert": (
-        "multimodal",
-        "a vision-language masked LM: a SigLIP vision tower's patches, pixel-shuffled by "
-        "ModernVBertConnector, replace the image tokens in a ModernBERT text model, so it"
-        " needs an image input and a vision component the text-encoding task lacks (its "
-        "text model alone is `modernbert`, converted)",
-    ),
     "mra": (
         "encoder",
         "a text encoder (MraForMaskedLM): its blocks are not built yet",
