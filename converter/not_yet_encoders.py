@@ -93,13 +93,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "across stages, attention within (then across) units with query max-pooling at "
         "stage transitions, and the reroll back to a spatial map",
     ),
-    "imagegpt": (
-        "vision",
-        "ImageGPT reads input_ids (its processor turns pixels into k-means colour-cluster "
-        "tokens), not pixel_values: a GPT-2 decoder with its mean-square norm (no mean, "
-        "no bias) whose classifier averages the hidden states; the image tasks here take "
-        "pixel_values",
-    ),
     "lasr_ctc": (
         "audio",
         "a mel-feature Conformer: dense and conv subsampling, rotary attention, a "
