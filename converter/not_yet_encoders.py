@@ -85,13 +85,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "across stages, attention within (then across) units with query max-pooling at "
         "stage transitions, and the reroll back to a spatial map",
     ),
-    "imagegpt": (
-        "vision",
-        "ImageGPT reads input_ids (its processor turns pixels into k-means colour-cluster "
-        "tokens), not pixel_values: a GPT-2 decoder with its mean-square norm (no mean, "
-        "no bias) whose classifier averages the hidden states; the image tasks here take "
-        "pixel_values",
-    ),
     "lasr_ctc": (
         "audio",
         "a mel-feature Conformer: dense and conv subsampling, rotary attention, a "
@@ -107,13 +100,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "inputs, and a words-only graph would leave the entity vocabulary and heads unread",
     ),
     "mbart": ("seq2seq", SEQ2SEQ_MASKED_LM.format("MBart")),
-    "modernvbert": (
-        "multimodal",
-        "a vision-language masked LM: a SigLIP vision tower's patches, pixel-shuffled by "
-        "ModernVBertConnector, replace the image tokens in a ModernBERT text model, so it"
-        " needs an image input and a vision component the text-encoding task lacks (its "
-        "text model alone is `modernbert`, converted)",
-    ),
     "mra": (
         "encoder",
         "a text encoder (MraForMaskedLM): its blocks are not built yet",
