@@ -11,10 +11,11 @@ are normalized to sum to 1, before or after capacity drops them
 padding (attention_mask 0) goes to no expert and takes no room in one. An expert takes at
 most `capacity` tokens of a call, its first picks before its second picks, each in the
 tokens' order (batch rows one after the other) or, with batch_prioritized_routing, by
-descending top probability; capacity is ceil(moe_eval_capacity_token_fraction x the call's
-tokens, padding included), or expert_capacity where the fraction is not positive. A token's
-output is the sum of its kept experts' outputs times their weights, times
-1 - moe_token_dropout (transformers' scaling out of training). The decoder routes all of its
+descending top probability (ties in token order); capacity is
+ceil(moe_eval_capacity_token_fraction x the call's tokens, padding included), or
+expert_capacity where the fraction is not positive. A token's output is the sum of its kept
+experts' outputs times their weights, times 1 - moe_token_dropout (transformers' scaling out
+of training). The decoder routes all of its
 tokens, as transformers does without a decoder_attention_mask, each call on its own: a
 cached decoder routes one step's tokens.
 
