@@ -131,12 +131,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (NeoMMEForMaskedLM): its blocks are not built yet",
     ),
-    "omniasr_ctc": (
-        "audio",
-        "wav2vec2's large layout (layer-norm convs, pre-norm layers) under other names "
-        "(model.audio_tower.subsampling, encode_positions), a nested audio_config and a "
-        "padding_mask input: the speech encoder is not yet mapped onto it",
-    ),
     "parakeet_ctc": (
         "audio",
         "a FastConformer over mel features: Conv2d subsampling of the frames, "
