@@ -146,13 +146,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (ReformerForMaskedLM): its blocks are not built yet",
     ),
-    "sew-d": (
-        "audio",
-        "SEW's squeeze and upsampling (converter/models/sew.py) around DeBERTa-v2 layers:"
-        " disentangled content-to-position and position-to-content attention over log-"
-        "bucketed relative positions and a convolution after the first layer are not "
-        "built yet",
-    ),
     "shieldgemma2": (
         "vlm",
         "ShieldGemma2ForImageClassification runs the whole Gemma 3 vision-language model "
