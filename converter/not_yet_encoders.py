@@ -109,12 +109,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (NeoMMEForMaskedLM): its blocks are not built yet",
     ),
-    "omniasr_ctc": (
-        "audio",
-        "wav2vec2's large layout (layer-norm convs, pre-norm layers) under other names "
-        "(model.audio_tower.subsampling, encode_positions), a nested audio_config and a "
-        "padding_mask input: the speech encoder is not yet mapped onto it",
-    ),
     "parakeet_ctc": (
         "audio",
         "a FastConformer over mel features: Conv2d subsampling of the frames, "
@@ -129,13 +123,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "reformer": (
         "encoder",
         "a text encoder (ReformerForMaskedLM): its blocks are not built yet",
-    ),
-    "sew-d": (
-        "audio",
-        "SEW's squeeze and upsampling (converter/models/sew.py) around DeBERTa-v2 layers:"
-        " disentangled content-to-position and position-to-content attention over log-"
-        "bucketed relative positions and a convolution after the first layer are not "
-        "built yet",
     ),
     "shieldgemma2": (
         "vlm",
