@@ -137,12 +137,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "(model.audio_tower.subsampling, encode_positions), a nested audio_config and a "
         "padding_mask input: the speech encoder is not yet mapped onto it",
     ),
-    "parakeet_ctc": (
-        "audio",
-        "a FastConformer over mel features: Conv2d subsampling of the frames, "
-        "Transformer-XL relative attention, a convolution module and a Conv1d CTC head; "
-        "not built yet",
-    ),
     "perceiver": (
         "encoder",
         "a text encoder (PerceiverForMaskedLM, PerceiverForImageClassificationLearned): "

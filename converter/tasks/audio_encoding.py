@@ -6,8 +6,10 @@ Inputs:
                   extractors produce; the graph casts it), right-padded with zeros; for
                   spectrogram models (AST) the log-mel spectrogram [batch_size, frames, mel
                   bins] of the fixed size the processor makes
-  attention_mask  [batch_size, sequence_length] int64, 1 on real samples: only for families
-                  whose processor returns one (layer-norm feature encoders, see
+  input_features  [batch_size, sequence_length, mel bins] float32, in place of input_values
+                  for mel-feature encoders (Parakeet): frames right-padded with zeros
+  attention_mask  [batch_size, sequence_length] int64, 1 on real samples (or frames): only
+                  for families whose processor returns one (layer-norm feature encoders, see
                   AudioEncoderConfig.uses_attention_mask). Group-norm models (wav2vec2-base)
                   take none, as transformers' pipelines and Optimum's exports feed them: their
                   padded rows match transformers run without a mask.
@@ -34,7 +36,7 @@ AUDIO_TASKS = ("audio-classification", "automatic-speech-recognition", "feature-
 
 @dataclass
 class AudioInputs:
-    input_values: ir.Value  # float32 [batch, samples]
+    input_values: ir.Value  # float32 [batch, samples] (input_features: [batch, frames, bins])
     attention_mask: ir.Value | None  # int64 [batch, samples]; None: every sample is real
 
 
@@ -46,8 +48,13 @@ class AudioEncodingTask:
         graph = new_graph()
         builder = GraphBuilder(graph)
         spectrogram = getattr(cfg, "spectrogram_shape", None)
-        samples = [BATCH, SEQUENCE] if spectrogram is None else [BATCH, *spectrogram]
-        input_values = builder.input("input_values", ir.DataType.FLOAT, samples)
+        mel_bins = getattr(cfg, "mel_bins", None)
+        if mel_bins is not None:
+            name, samples = "input_features", [BATCH, SEQUENCE, mel_bins]
+        else:
+            name = "input_values"
+            samples = [BATCH, SEQUENCE] if spectrogram is None else [BATCH, *spectrogram]
+        input_values = builder.input(name, ir.DataType.FLOAT, samples)
         mask = None
         if cfg.uses_attention_mask:
             mask = builder.input("attention_mask", ir.DataType.INT64, [BATCH, SEQUENCE])

@@ -1,0 +1,158 @@
+"""Conformer blocks over frames x [batch, frames, hidden], with the names transformers' own
+Conformers give them (Parakeet, LASR): a half-step feed-forward, self-attention, a convolution
+module and a second half-step feed-forward, each after its LayerNorm and added back, then a
+final LayerNorm. Families set the attention (`attention_cls`) and the residual weights.
+
+`relative_embeddings` and `relative_shift` are Transformer-XL's relative positions, which
+wav2vec2-Conformer's attention uses too."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+from onnxscript import nn
+
+from converter.components import LayerNorm, Linear, activation
+from converter.components.batch_norm import BatchNorm1d
+from converter.components.conv import Conv1d
+from converter.execution_providers import ENCODER_MHA, SKIP_NORM
+
+
+def relative_embeddings(op, frames, frequencies: np.ndarray):
+    """Sinusoidal embeddings [2 frames - 1, 2 len(frequencies)] of the distances frames - 1
+    down to 1 - frames: sin at even channels, cos at odd ones (float32)."""
+    distances = op.Sub(op.Sub(frames, 1), op.Range(0, op.Sub(op.Mul(frames, 2), 1), 1))
+    angles = op.Mul(
+        op.Unsqueeze(op.Cast(distances, to=ir.DataType.FLOAT), [1]), frequencies.tolist()
+    )
+    pairs = op.Concat(op.Unsqueeze(op.Sin(angles), [2]), op.Unsqueeze(op.Cos(angles), [2]), axis=2)
+    return op.Reshape(pairs, [-1, 2 * len(frequencies)])
+
+
+def relative_shift(op, scores, frames):
+    """Transformer-XL's shift of scores [batch, heads, frames, 2 frames - 1] by distance into
+    [batch, heads, frames, frames] where (i, j) reads distance i - j."""
+    padded = op.Pad(scores, [0, 0, 0, 1, 0, 0, 0, 0])
+    rows = op.Reshape(padded, op.Concat([0, 0, -1], frames, axis=0))
+    shifted = op.Reshape(op.Slice(rows, [1], [2**62], [2]), op.Concat([0, 0], frames, [-1], axis=0))
+    return op.Slice(shifted, [0], frames, [3])
+
+
+def inverse_frequencies(size: int, base: float = 10000.0) -> np.ndarray:
+    """1 / base^(2i / size) in float32, as torch computes it."""
+    exponents = np.arange(0, size, 2, dtype=np.float32) / np.float32(size)
+    return (np.float32(1.0) / np.float32(base) ** exponents).astype(np.float32)
+
+
+class RelativePositionAttention(nn.Module):
+    """Transformer-XL attention: content scores of (q + bias_u) and k, plus position scores of
+    (q + bias_v) and the projected embedding of each distance (`positions`), shifted."""
+
+    def __init__(self, cfg, dtype: ir.DataType):
+        super().__init__()
+        size, heads, bias = cfg.hidden_size, cfg.num_attention_heads, cfg.attention_bias
+        self.q_proj = Linear(size, size, bias, dtype)
+        self.k_proj = Linear(size, size, bias, dtype)
+        self.v_proj = Linear(size, size, bias, dtype)
+        self.o_proj = Linear(size, size, bias, dtype)
+        self.relative_k_proj = Linear(size, size, False, dtype)
+        self.bias_u = nn.Parameter([heads, cfg.head_dim], dtype)
+        self.bias_v = nn.Parameter([heads, cfg.head_dim], dtype)
+        self.heads, self.head_dim = heads, cfg.head_dim
+
+    def forward(self, op, x, kernel, positions):
+        q, k, v = self.q_proj(op, x), self.k_proj(op, x), self.v_proj(op, x)
+        scale = self.head_dim**-0.5
+        bias = op.Mul(self.position_scores(op, q, positions), scale)
+        q = op.Add(q, op.Reshape(self.bias_u, [-1]))
+        return self.o_proj(op, kernel(op, q, k, v, self.heads, scale, bias))
+
+    def position_scores(self, op, q, embeddings):
+        frames = op.Shape(q, start=1, end=2)
+        per_head = op.Reshape(self.relative_k_proj(op, embeddings), [0, self.heads, self.head_dim])
+        keys = op.Unsqueeze(op.Transpose(per_head, perm=[1, 2, 0]), [0])
+        queries = op.Transpose(op.Reshape(q, [0, 0, self.heads, self.head_dim]), perm=[0, 2, 1, 3])
+        scores = op.MatMul(op.Add(queries, op.Unsqueeze(self.bias_v, [1])), keys)
+        return relative_shift(op, scores, frames)
+
+
+class ConformerFeedForward(nn.Module):
+    def __init__(self, cfg, dtype: ir.DataType):
+        super().__init__()
+        self.linear1 = Linear(cfg.hidden_size, cfg.intermediate_size, cfg.attention_bias, dtype)
+        self.linear2 = Linear(cfg.intermediate_size, cfg.hidden_size, cfg.attention_bias, dtype)
+        self.act = cfg.activation
+
+    def forward(self, op, x):
+        return self.linear2(op, activation(op, self.act, self.linear1(op, x)))
+
+
+class ConformerConvolution(nn.Module):
+    """Pointwise conv to twice the width, GLU, the dropped frames zeroed, depthwise conv
+    (torch's "same" padding: an even kernel's extra frame on the right), BatchNorm, the
+    activation, pointwise conv back."""
+
+    def __init__(self, cfg, dtype: ir.DataType):
+        super().__init__()
+        size, kernel, bias = cfg.hidden_size, cfg.conv_kernel_size, cfg.convolution_bias
+        self.pointwise_conv1 = Conv1d(size, 2 * size, 1, dtype, bias=bias)
+        self.depthwise_conv = Conv1d(size, size, kernel, dtype, groups=size, bias=bias)
+        self.norm = BatchNorm1d(size, dtype)
+        self.pointwise_conv2 = Conv1d(size, size, 1, dtype, bias=bias)
+        self.pads = [(kernel - 1) // 2, kernel // 2]
+        self.act = cfg.activation
+
+    def forward(self, op, x, keep):
+        """`keep`: [batch, 1, frames] 1 on the frames the mask keeps, else 0."""
+        x = self.pointwise_conv1(op, op.Transpose(x, perm=[0, 2, 1]))
+        values, gates = op.Split(x, axis=1, num_outputs=2, _outputs=2)
+        x = op.Mul(op.Mul(values, op.Sigmoid(gates)), keep)
+        x = self.depthwise_conv(op, op.Pad(x, [0, 0, self.pads[0], 0, 0, self.pads[1]]))
+        x = activation(op, self.act, self.norm(op, x))
+        return op.Transpose(self.pointwise_conv2(op, x), perm=[0, 2, 1])
+
+
+class ConformerBlock(nn.Module):
+    """x = a x + b ff1(norm(x)); x += attention(norm(x)); x = c x + d conv(norm(x));
+    x = a x + b ff2(norm(x)); norm_out(x), with (a, b) = `feed_forward_weights` and (c, d) =
+    `conv_weights` (Parakeet: (1, 0.5) and (1, 1))."""
+
+    attention_cls = RelativePositionAttention
+
+    def __init__(self, cfg, dtype: ir.DataType, feed_forward_weights, conv_weights):
+        super().__init__()
+        size, eps, bias = cfg.hidden_size, cfg.norm_eps, cfg.norm_bias
+        self.feed_forward1 = ConformerFeedForward(cfg, dtype)
+        self.self_attn = self.attention_cls(cfg, dtype)
+        self.conv = ConformerConvolution(cfg, dtype)
+        self.feed_forward2 = ConformerFeedForward(cfg, dtype)
+        self.norm_feed_forward1 = LayerNorm(size, eps, dtype, bias=bias)
+        self.norm_self_att = LayerNorm(size, eps, dtype, bias=bias)
+        self.norm_conv = LayerNorm(size, eps, dtype, bias=bias)
+        self.norm_feed_forward2 = LayerNorm(size, eps, dtype, bias=bias)
+        self.norm_out = LayerNorm(size, eps, dtype, bias=bias)
+        self.feed_forward_weights, self.conv_weights = feed_forward_weights, conv_weights
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        # every norm but the first reads a residual sum
+        return {
+            "skip_norms": 4 if plan.has(SKIP_NORM) else 0,
+            ENCODER_MHA: 1 if plan.has(ENCODER_MHA) else 0,
+        }
+
+    def forward(self, op, x, kernel, positions, keep):
+        x = self.weighted(op, x, self.feed_forward1(op, self.norm_feed_forward1(op, x)))
+        x = op.Add(x, self.self_attn(op, self.norm_self_att(op, x), kernel, positions))
+        conv = self.conv(op, self.norm_conv(op, x), keep)
+        x = _weighted_sum(op, x, conv, self.conv_weights)
+        x = self.weighted(op, x, self.feed_forward2(op, self.norm_feed_forward2(op, x)))
+        return self.norm_out(op, x)
+
+    def weighted(self, op, x, update):
+        return _weighted_sum(op, x, update, self.feed_forward_weights)
+
+
+def _weighted_sum(op, x, update, weights):
+    residual, scale = weights
+    x = x if residual == 1 else op.Mul(x, residual)
+    return op.Add(x, update if scale == 1 else op.Mul(update, scale))
