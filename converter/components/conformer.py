@@ -3,8 +3,8 @@ Conformers give them (Parakeet, LASR): a half-step feed-forward, self-attention,
 module and a second half-step feed-forward, each after its LayerNorm and added back, then a
 final LayerNorm. Families set the attention (`attention_cls`) and the residual weights.
 
-`relative_embeddings` and `relative_shift` are Transformer-XL's relative positions, which
-wav2vec2-Conformer's attention uses too."""
+`relative_embeddings` and `relative_scores` (Transformer-XL's relative positions),
+`rotary_tables` and `rotate_heads` serve wav2vec2-Conformer's attention too."""
 
 from __future__ import annotations
 
@@ -29,13 +29,35 @@ def relative_embeddings(op, frames, frequencies: np.ndarray):
     return op.Reshape(pairs, [-1, 2 * len(frequencies)])
 
 
-def relative_shift(op, scores, frames):
-    """Transformer-XL's shift of scores [batch, heads, frames, 2 frames - 1] by distance into
-    [batch, heads, frames, frames] where (i, j) reads distance i - j."""
+def relative_scores(op, q, projected, bias_v, heads: int, head_dim: int):
+    """Transformer-XL's position scores [batch, heads, frames, frames] (unscaled): (q + bias_v)
+    times `projected`, each distance's embedding projected [2 frames - 1, hidden], shifted so
+    (i, j) reads distance i - j."""
+    frames = op.Shape(q, start=1, end=2)
+    keys = op.Unsqueeze(op.Transpose(op.Reshape(projected, [0, heads, head_dim]), [1, 2, 0]), [0])
+    queries = op.Transpose(op.Reshape(q, [0, 0, heads, head_dim]), perm=[0, 2, 1, 3])
+    scores = op.MatMul(op.Add(queries, op.Unsqueeze(bias_v, [1])), keys)
+    # the shift: a zero column before distance frames - 1, rows re-cut one step later
     padded = op.Pad(scores, [0, 0, 0, 1, 0, 0, 0, 0])
     rows = op.Reshape(padded, op.Concat([0, 0, -1], frames, axis=0))
     shifted = op.Reshape(op.Slice(rows, [1], [2**62], [2]), op.Concat([0, 0], frames, [-1], axis=0))
     return op.Slice(shifted, [0], frames, [3])
+
+
+def rotary_tables(op, frames, head_dim: int, base: float):
+    """cos and sin [1, frames, 1, head_dim] of each frame's angles (halves repeated)."""
+    frame = op.Unsqueeze(op.Cast(op.Range(0, frames, 1), to=ir.DataType.FLOAT), [1])
+    angles = op.Mul(frame, inverse_frequencies(head_dim, base).tolist())
+    angles = op.Unsqueeze(op.Concat(angles, angles, axis=1), [0, 2])
+    return op.Cos(angles), op.Sin(angles)
+
+
+def rotate_heads(op, x, cos, sin, heads: int, head_dim: int):
+    """x [batch, frames, heads * head_dim] rotated per head (halves, as transformers rotates)."""
+    per_head = op.Reshape(x, [0, 0, heads, head_dim])
+    first, second = op.Split(per_head, axis=-1, num_outputs=2, _outputs=2)
+    rotated = op.Concat(op.Neg(second), first, axis=-1)
+    return op.Reshape(op.Add(op.Mul(per_head, cos), op.Mul(rotated, sin)), [0, 0, -1])
 
 
 def inverse_frequencies(size: int, base: float = 10000.0) -> np.ndarray:
@@ -63,17 +85,11 @@ class RelativePositionAttention(nn.Module):
     def forward(self, op, x, kernel, positions):
         q, k, v = self.q_proj(op, x), self.k_proj(op, x), self.v_proj(op, x)
         scale = self.head_dim**-0.5
-        bias = op.Mul(self.position_scores(op, q, positions), scale)
+        projected = self.relative_k_proj(op, positions)
+        scores = relative_scores(op, q, projected, self.bias_v, self.heads, self.head_dim)
+        bias = op.Mul(scores, scale)
         q = op.Add(q, op.Reshape(self.bias_u, [-1]))
         return self.o_proj(op, kernel(op, q, k, v, self.heads, scale, bias))
-
-    def position_scores(self, op, q, embeddings):
-        frames = op.Shape(q, start=1, end=2)
-        per_head = op.Reshape(self.relative_k_proj(op, embeddings), [0, self.heads, self.head_dim])
-        keys = op.Unsqueeze(op.Transpose(per_head, perm=[1, 2, 0]), [0])
-        queries = op.Transpose(op.Reshape(q, [0, 0, self.heads, self.head_dim]), perm=[0, 2, 1, 3])
-        scores = op.MatMul(op.Add(queries, op.Unsqueeze(self.bias_v, [1])), keys)
-        return relative_shift(op, scores, frames)
 
 
 class ConformerFeedForward(nn.Module):
