@@ -100,11 +100,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "no bias) whose classifier averages the hidden states; the image tasks here take "
         "pixel_values",
     ),
-    "lasr_ctc": (
-        "audio",
-        "a mel-feature Conformer: dense and conv subsampling, rotary attention, a "
-        "convolution module and a Conv1d CTC head; not built yet",
-    ),
     "luke": (
         "encoder",
         "entity-aware: beside the words LUKE reads a second sequence of entities "

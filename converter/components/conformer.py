@@ -1,7 +1,9 @@
 """Conformer blocks over frames x [batch, frames, hidden], with the names transformers' own
 Conformers give them (Parakeet, LASR): a half-step feed-forward, self-attention, a convolution
 module and a second half-step feed-forward, each after its LayerNorm and added back, then a
-final LayerNorm. Families set the attention (`attention_cls`) and the residual weights.
+final LayerNorm. Families set the attention (`attention_cls`: relative positions or rotary)
+and the residual weights; `subsampled_lengths` and `frame_mask` follow each row's frames
+through the subsampling convs.
 
 `relative_embeddings` and `relative_scores` (Transformer-XL's relative positions),
 `rotary_tables` and `rotate_heads` serve wav2vec2-Conformer's attention too."""
@@ -66,21 +68,36 @@ def inverse_frequencies(size: int, base: float = 10000.0) -> np.ndarray:
     return (np.float32(1.0) / np.float32(base) ** exponents).astype(np.float32)
 
 
-class RelativePositionAttention(nn.Module):
-    """Transformer-XL attention: content scores of (q + bias_u) and k, plus position scores of
-    (q + bias_v) and the projected embedding of each distance (`positions`), shifted."""
+class ConformerAttention(nn.Module):
+    """The projections every variant has; by itself rotary attention, q and k rotated by
+    `positions` (cos, sin from `rotary_tables`)."""
 
     def __init__(self, cfg, dtype: ir.DataType):
         super().__init__()
-        size, heads, bias = cfg.hidden_size, cfg.num_attention_heads, cfg.attention_bias
+        size, bias = cfg.hidden_size, cfg.attention_bias
         self.q_proj = Linear(size, size, bias, dtype)
         self.k_proj = Linear(size, size, bias, dtype)
         self.v_proj = Linear(size, size, bias, dtype)
         self.o_proj = Linear(size, size, bias, dtype)
+        self.heads, self.head_dim = cfg.num_attention_heads, cfg.head_dim
+
+    def forward(self, op, x, kernel, positions):
+        heads, size = self.heads, self.head_dim
+        q = rotate_heads(op, self.q_proj(op, x), *positions, heads, size)
+        k = rotate_heads(op, self.k_proj(op, x), *positions, heads, size)
+        return self.o_proj(op, kernel(op, q, k, self.v_proj(op, x), heads, size**-0.5))
+
+
+class RelativePositionAttention(ConformerAttention):
+    """Transformer-XL attention: content scores of (q + bias_u) and k, plus position scores of
+    (q + bias_v) and the projected embedding of each distance (`positions`), shifted."""
+
+    def __init__(self, cfg, dtype: ir.DataType):
+        super().__init__(cfg, dtype)
+        size = cfg.hidden_size
         self.relative_k_proj = Linear(size, size, False, dtype)
-        self.bias_u = nn.Parameter([heads, cfg.head_dim], dtype)
-        self.bias_v = nn.Parameter([heads, cfg.head_dim], dtype)
-        self.heads, self.head_dim = heads, cfg.head_dim
+        self.bias_u = nn.Parameter([self.heads, self.head_dim], dtype)
+        self.bias_v = nn.Parameter([self.heads, self.head_dim], dtype)
 
     def forward(self, op, x, kernel, positions):
         q, k, v = self.q_proj(op, x), self.k_proj(op, x), self.v_proj(op, x)
@@ -90,6 +107,18 @@ class RelativePositionAttention(nn.Module):
         bias = op.Mul(scores, scale)
         q = op.Add(q, op.Reshape(self.bias_u, [-1]))
         return self.o_proj(op, kernel(op, q, k, v, self.heads, scale, bias))
+
+
+def subsampled_lengths(op, lengths, kernel: int, stride: int, padding: int = 0):
+    """Each row's frame count (int64 [batch]) after a conv over time, floored as torch does."""
+    shrunk = op.Cast(op.Add(lengths, 2 * padding - kernel), to=ir.DataType.FLOAT)
+    return op.Add(op.Cast(op.Floor(op.Div(shrunk, float(stride))), to=ir.DataType.INT64), 1)
+
+
+def frame_mask(op, x, lengths, axis: int = 1):
+    """[batch, frames] True on the frames (x's `axis`) before each row's length."""
+    count = op.Squeeze(op.Shape(x, start=axis, end=axis + 1), [0])
+    return op.Less(op.Unsqueeze(op.Range(0, count, 1), [0]), op.Unsqueeze(lengths, [1]))
 
 
 class ConformerFeedForward(nn.Module):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import onnx_ir as ir
 from onnxscript import nn
 
@@ -16,13 +17,16 @@ from converter.components import Linear
 from converter.components.batch_norm import BATCH_NORM_UNUSED
 from converter.components.conformer import (
     ConformerBlock,
+    frame_mask,
     inverse_frequencies,
     relative_embeddings,
+    subsampled_lengths,
 )
 from converter.components.conv import Conv1d
 from converter.components.conv2d import Conv2d, Placeholder
 from converter.components.encoder_attention import encoder_attention
 from converter.config.conformer import ConformerConfig, ConformerRules
+from converter.dtypes import NUMPY_OF
 from converter.errors import ConfigError
 from converter.registry import Family
 from converter.tasks.audio_encoding import FRAMES, AudioInputs
@@ -67,8 +71,7 @@ class Subsampling(nn.Module):
         self.layers = nn.ModuleList(layers)
         bins = cfg.mel_bins // stride ** cfg.extra["subsampling_layers"]
         self.linear = Linear(size * bins, cfg.hidden_size, True, dtype)
-        self.shrink = 2 * padding - kernel  # what a strided conv adds to a length before / stride
-        self.stride, self.dtype = stride, dtype
+        self.strided, self.dtype = (kernel, stride, padding), dtype
 
     def forward(self, op, features, attention_mask):
         x, lengths = op.Unsqueeze(features, [1]), op.ReduceSum(attention_mask, [1], keepdims=0)
@@ -77,9 +80,7 @@ class Subsampling(nn.Module):
             if not isinstance(layer, Conv2d):
                 continue
             if layer.strides != [1, 1]:
-                shrunk = op.Cast(op.Add(lengths, self.shrink), to=ir.DataType.FLOAT)
-                steps = op.Floor(op.Div(shrunk, float(self.stride)))
-                lengths = op.Add(op.Cast(steps, to=ir.DataType.INT64), 1)
+                lengths = subsampled_lengths(op, lengths, *self.strided)
             keep = frame_mask(op, x, lengths, axis=2)
             x = op.Mul(x, op.Unsqueeze(op.Cast(keep, to=self.dtype), [1, 3]))
         x = op.Reshape(op.Transpose(x, perm=[0, 2, 1, 3]), [0, 0, -1])
@@ -90,10 +91,24 @@ def _relu() -> Placeholder:
     return Placeholder(lambda op, x: op.Relu(x))
 
 
-def frame_mask(op, x, lengths, axis: int):
-    """[batch, frames] True on the frames (x's `axis`) before each row's length."""
-    count = op.Squeeze(op.Shape(x, start=axis, end=axis + 1), [0])
-    return op.Less(op.Unsqueeze(op.Range(0, count, 1), [0]), op.Unsqueeze(lengths, [1]))
+class PaddedFramesKernel:
+    """The EP's attention kernel with transformers' Parakeet mask: a padded frame is hidden as
+    a key and as a query, so a padded query sees every key alike and reads the mean of the
+    values. Its query is zeroed and its position scores set to one value, so the mean is
+    exact in any dtype; the mask rides on the bias the relative positions give every layer."""
+
+    def __init__(self, op, ep, mask, dtype: ir.DataType):
+        self.kernel = encoder_attention(op, ep, None, dtype)
+        self.pairs = op.And(op.Unsqueeze(mask, [1, 2]), op.Unsqueeze(mask, [1, 3]))
+        self.queries = op.Unsqueeze(op.Cast(mask, to=dtype), [2])
+        # half the lowest value: onnxruntime's Attention gives zeros for a row wholly masked
+        # at the lowest, where transformers' softmax spreads it evenly
+        numpy_type = NUMPY_OF[dtype]
+        self.low = op.Constant(value=ir.tensor(np.array(np.finfo(numpy_type).min / 2, numpy_type)))
+
+    def __call__(self, op, q, k, v, heads: int, scale: float, bias):
+        q, bias = op.Mul(q, self.queries), op.Where(self.pairs, bias, self.low)
+        return self.kernel(op, q, k, v, heads, scale, bias)
 
 
 class ParakeetEncoder(nn.Module):
@@ -114,7 +129,7 @@ class ParakeetEncoder(nn.Module):
             x = op.Mul(x, self.scale)
         mask = frame_mask(op, x, lengths, axis=1)
         keep = op.Unsqueeze(op.Cast(mask, to=self.dtype), [1])
-        kernel = encoder_attention(op, self.ep, mask, self.dtype)
+        kernel = PaddedFramesKernel(op, self.ep, mask, self.dtype)
         frames = op.Squeeze(op.Shape(x, start=1, end=2), [0])
         # computed in float32, as transformers does, then in the graph's dtype
         embeddings = relative_embeddings(op, frames, inverse_frequencies(self.cfg.hidden_size))
@@ -125,14 +140,17 @@ class ParakeetEncoder(nn.Module):
 
 
 class ParakeetForCTC(nn.Module):
+    """`encoder_cls` under `encoder`, the kernel-1 Conv1d CTC head."""
+
     heads = (CTC,)
     modality = "audio"
+    encoder_cls = ParakeetEncoder
 
     def __init__(self, cfg: ConformerConfig, dtype, ep, task: str, tensors):
         super().__init__()
         if task not in self.heads:
             raise ConfigError(f"{cfg.model_type} has no {task} head here")
-        self.encoder = ParakeetEncoder(cfg, dtype, ep)
+        self.encoder = self.encoder_cls(cfg, dtype, ep)
         self.ctc_head = Conv1d(cfg.hidden_size, cfg.vocab_size, 1, dtype)
         self.cfg = cfg
 
