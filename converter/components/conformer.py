@@ -31,6 +31,12 @@ def relative_embeddings(op, frames, frequencies: np.ndarray):
     return op.Reshape(pairs, [-1, 2 * len(frequencies)])
 
 
+def inverse_frequencies(size: int, base: float = 10000.0) -> np.ndarray:
+    """1 / base^(2i / size) in float32, as torch computes it."""
+    exponents = np.arange(0, size, 2, dtype=np.float32) / np.float32(size)
+    return (np.float32(1.0) / np.float32(base) ** exponents).astype(np.float32)
+
+
 def relative_scores(op, q, projected, bias_v, heads: int, head_dim: int):
     """Transformer-XL's position scores [batch, heads, frames, frames] (unscaled): (q + bias_v)
     times `projected`, each distance's embedding projected [2 frames - 1, hidden], shifted so
@@ -60,12 +66,6 @@ def rotate_heads(op, x, cos, sin, heads: int, head_dim: int):
     first, second = op.Split(per_head, axis=-1, num_outputs=2, _outputs=2)
     rotated = op.Concat(op.Neg(second), first, axis=-1)
     return op.Reshape(op.Add(op.Mul(per_head, cos), op.Mul(rotated, sin)), [0, 0, -1])
-
-
-def inverse_frequencies(size: int, base: float = 10000.0) -> np.ndarray:
-    """1 / base^(2i / size) in float32, as torch computes it."""
-    exponents = np.arange(0, size, 2, dtype=np.float32) / np.float32(size)
-    return (np.float32(1.0) / np.float32(base) ** exponents).astype(np.float32)
 
 
 class ConformerAttention(nn.Module):
@@ -186,15 +186,14 @@ class ConformerBlock(nn.Module):
         }
 
     def forward(self, op, x, kernel, positions, keep):
-        x = self.weighted(op, x, self.feed_forward1(op, self.norm_feed_forward1(op, x)))
+        """`positions`: what the attention reads; `keep`: [batch, 1, frames], 1 on kept frames."""
+        halves = self.feed_forward_weights
+        x = _weighted_sum(op, x, self.feed_forward1(op, self.norm_feed_forward1(op, x)), halves)
         x = op.Add(x, self.self_attn(op, self.norm_self_att(op, x), kernel, positions))
         conv = self.conv(op, self.norm_conv(op, x), keep)
         x = _weighted_sum(op, x, conv, self.conv_weights)
-        x = self.weighted(op, x, self.feed_forward2(op, self.norm_feed_forward2(op, x)))
+        x = _weighted_sum(op, x, self.feed_forward2(op, self.norm_feed_forward2(op, x)), halves)
         return self.norm_out(op, x)
-
-    def weighted(self, op, x, update):
-        return _weighted_sum(op, x, update, self.feed_forward_weights)
 
 
 def _weighted_sum(op, x, update, weights):

@@ -37,6 +37,9 @@ CTC = "automatic-speech-recognition"
 
 class ParakeetRules(ConformerRules):
     def read_extra(self, r):
+        if r.int("conv_kernel_size") % 2 == 0:
+            # transformers pads it (k - 1) / 2 each side: one frame short of the residual
+            r.refuse("conv_kernel_size", "Parakeet's depthwise kernel must be odd")
         factor = r.int("subsampling_factor")
         if factor < 2 or factor & (factor - 1):
             r.refuse("subsampling_factor", "a power of two from 2 up is built")
