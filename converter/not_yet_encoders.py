@@ -65,14 +65,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "neighbours at a dilation, with a relative bias) is not built; transformers "
         "itself needs the natten kernels to run it",
     ),
-    "fnet": (
-        "encoder",
-        "FNet's token mixing is not built: each layer takes the real part of a 2-D "
-        "Fourier transform over sequence and hidden axes (torch.fft.fftn; ONNX DFT or "
-        "cos/sin matrices of the dynamic length), and it has no attention and ignores "
-        "attention_mask, so the encoder kernels and their fused-kernel checks do not "
-        "apply",
-    ),
     "funnel": (
         "encoder",
         "Funnel Transformer's blocks are not built: the sequence is mean-pooled (stride "
@@ -93,13 +85,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "across stages, attention within (then across) units with query max-pooling at "
         "stage transitions, and the reroll back to a spatial map",
     ),
-    "imagegpt": (
-        "vision",
-        "ImageGPT reads input_ids (its processor turns pixels into k-means colour-cluster "
-        "tokens), not pixel_values: a GPT-2 decoder with its mean-square norm (no mean, "
-        "no bias) whose classifier averages the hidden states; the image tasks here take "
-        "pixel_values",
-    ),
     "luke": (
         "encoder",
         "entity-aware: beside the words LUKE reads a second sequence of entities "
@@ -110,13 +95,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "inputs, and a words-only graph would leave the entity vocabulary and heads unread",
     ),
     "mbart": ("seq2seq", SEQ2SEQ_MASKED_LM.format("MBart")),
-    "modernvbert": (
-        "multimodal",
-        "a vision-language masked LM: a SigLIP vision tower's patches, pixel-shuffled by "
-        "ModernVBertConnector, replace the image tokens in a ModernBERT text model, so it"
-        " needs an image input and a vision component the text-encoding task lacks (its "
-        "text model alone is `modernbert`, converted)",
-    ),
     "mra": (
         "encoder",
         "a text encoder (MraForMaskedLM): its blocks are not built yet",
@@ -126,12 +104,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (NeoMMEForMaskedLM): its blocks are not built yet",
     ),
-    "omniasr_ctc": (
-        "audio",
-        "wav2vec2's large layout (layer-norm convs, pre-norm layers) under other names "
-        "(model.audio_tower.subsampling, encode_positions), a nested audio_config and a "
-        "padding_mask input: the speech encoder is not yet mapped onto it",
-    ),
     "perceiver": (
         "encoder",
         "a text encoder (PerceiverForMaskedLM, PerceiverForImageClassificationLearned): "
@@ -140,13 +112,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "reformer": (
         "encoder",
         "a text encoder (ReformerForMaskedLM): its blocks are not built yet",
-    ),
-    "sew-d": (
-        "audio",
-        "SEW's squeeze and upsampling (converter/models/sew.py) around DeBERTa-v2 layers:"
-        " disentangled content-to-position and position-to-content attention over log-"
-        "bucketed relative positions and a convolution after the first layer are not "
-        "built yet",
     ),
     "shieldgemma2": (
         "vlm",
@@ -186,9 +151,5 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "whisper": (
         "speech",
         "WhisperForAudioClassification is the encoder of an encoder-decoder speech model: issue 13",
-    ),
-    "yoso": (
-        "encoder",
-        "a text encoder (YosoForMaskedLM): its blocks are not built yet",
     ),
 }

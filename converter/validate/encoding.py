@@ -76,7 +76,7 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
             feeds[item.name] = (np.arange(TOKENS)[None].repeat(BATCH, 0) >= TOKENS // 2).astype(
                 dtype
             )
-        elif item.name == "attention_mask":
+        elif item.name in ("attention_mask", "padding_mask"):  # OmniASR's names its samples'
             names = _names(session)
             length, kept = TOKENS, KEPT_TOKENS
             if "input_values" in names:
@@ -116,9 +116,11 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
             if "attention_mask" in _names(session):
                 features[1, KEPT_FRAMES:] = 0
             feeds[item.name] = features
-        elif item.name == "input_values":
+        elif item.name == "input_values":  # [batch, samples], or OmniASR's [batch, 1, samples]
             values = rng.standard_normal((BATCH, SAMPLES)).astype(dtype)
             values[1, KEPT_SAMPLES:] = 0
+            if len(item.shape) == 3:
+                values = values[:, None]
             feeds[item.name] = values
         else:
             raise ValueError(f"the encoder probe cannot make input {item.name!r}")

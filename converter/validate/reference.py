@@ -11,6 +11,7 @@ import numpy as np
 
 from converter.config import model_type_of
 from converter.registry import families, family_for
+from converter.validate.reference_fixes import corrected
 
 
 class TransformersReference:
@@ -174,7 +175,7 @@ class TransformersSeq2Seq:
         model = getattr(transformers, auto).from_pretrained(
             folder, dtype=torch.float32, attn_implementation="eager"
         )
-        return cls(model.eval())
+        return cls(corrected(model).eval())
 
     def logits(self, feeds: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
         torch = self.torch

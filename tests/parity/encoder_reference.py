@@ -125,6 +125,13 @@ def audio_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_values": values, "attention_mask": mask}
 
 
+def channel_audio_inputs(config: dict) -> dict[str, np.ndarray]:
+    """The waveforms of `audio_inputs` as OmniASR's processor gives them: [batch, 1, samples],
+    with the sample mask as `padding_mask`."""
+    feeds = audio_inputs(config)
+    return {"input_values": feeds["input_values"][:, None], "padding_mask": feeds["attention_mask"]}
+
+
 def spectrogram_inputs(config: dict) -> dict[str, np.ndarray]:
     """A batch of two log-mel spectrograms of the config's fixed size."""
     shape = (BATCH, config["max_length"], config["num_mel_bins"])
@@ -158,13 +165,13 @@ def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.n
         "text+tiles",
     ):
         return TEXT_MASK
-    if "attention_mask" not in feeds:
+    mask = feeds.get("attention_mask", feeds.get("padding_mask"))
+    if mask is None:
         return None
-    samples = torch.from_numpy(feeds["attention_mask"].sum(-1))
-    if hasattr(reference, "_get_subsampling_output_length"):  # mel-feature Conformers
-        lengths = reference._get_subsampling_output_length(samples)
-    else:
-        lengths = reference._get_feat_extract_output_lengths(samples)
+    samples = torch.from_numpy(mask.sum(-1))
+    # OmniASR names the feature encoder's lengths its own way
+    conv_lengths = getattr(reference, "_get_feat_extract_output_lengths", None)
+    lengths = (conv_lengths or reference._get_subsampling_output_length)(samples)
     frames = int(lengths.max())
     return (np.arange(frames)[None, :] < lengths.numpy()[:, None]).astype(np.int64)
 
@@ -224,6 +231,7 @@ INPUTS = {
     "shape+pronunciation": shape_pronunciation_inputs,
     "text+global": global_text_inputs,
     "audio": audio_inputs,
+    "audio+channel": channel_audio_inputs,
     "spectrogram": spectrogram_inputs,
     "mel": mel_inputs,
     "text+image": text_image_inputs,
