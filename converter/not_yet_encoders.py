@@ -85,11 +85,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "across stages, attention within (then across) units with query max-pooling at "
         "stage transitions, and the reroll back to a spatial map",
     ),
-    "lasr_ctc": (
-        "audio",
-        "a mel-feature Conformer: dense and conv subsampling, rotary attention, a "
-        "convolution module and a Conv1d CTC head; not built yet",
-    ),
     "luke": (
         "encoder",
         "entity-aware: beside the words LUKE reads a second sequence of entities "
@@ -105,12 +100,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a text encoder (MraForMaskedLM): its blocks are not built yet",
     ),
     "mvp": ("seq2seq", SEQ2SEQ_MASKED_LM.format("Mvp")),
-    "parakeet_ctc": (
-        "audio",
-        "a FastConformer over mel features: Conv2d subsampling of the frames, "
-        "Transformer-XL relative attention, a convolution module and a Conv1d CTC head; "
-        "not built yet",
-    ),
     "perceiver": (
         "encoder",
         "a text encoder (PerceiverForMaskedLM, PerceiverForImageClassificationLearned): "

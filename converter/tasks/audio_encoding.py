@@ -7,8 +7,10 @@ Inputs:
                   spectrogram models (AST) the log-mel spectrogram [batch_size, frames, mel
                   bins] of the fixed size the processor makes; [batch_size, 1,
                   sequence_length] where the model says `waveform_channels` (OmniASR)
-  attention_mask  [batch_size, sequence_length] int64, 1 on real samples: only for families
-                  whose processor returns one (layer-norm feature encoders, see
+  input_features  [batch_size, sequence_length, mel bins] float32, in place of input_values
+                  for mel-feature encoders (Parakeet, LASR): frames right-padded with zeros
+  attention_mask  [batch_size, sequence_length] int64, 1 on real samples (or frames): only
+                  for families whose processor returns one (layer-norm feature encoders, see
                   AudioEncoderConfig.uses_attention_mask). Group-norm models (wav2vec2-base)
                   take none, as transformers' pipelines and Optimum's exports feed them: their
                   padded rows match transformers run without a mask. Named by the model's
@@ -36,7 +38,7 @@ AUDIO_TASKS = ("audio-classification", "automatic-speech-recognition", "feature-
 
 @dataclass
 class AudioInputs:
-    input_values: ir.Value  # float32 [batch, samples]
+    input_values: ir.Value  # float32 [batch, samples] (input_features: [batch, frames, bins])
     attention_mask: ir.Value | None  # int64 [batch, samples]; None: every sample is real
 
 
@@ -48,10 +50,14 @@ class AudioEncodingTask:
         graph = new_graph()
         builder = GraphBuilder(graph)
         spectrogram = getattr(cfg, "spectrogram_shape", None)
+        mel_bins = getattr(cfg, "mel_bins", None)
         samples = [BATCH, SEQUENCE] if spectrogram is None else [BATCH, *spectrogram]
         if getattr(model, "waveform_channels", None):
             samples = [BATCH, model.waveform_channels, SEQUENCE]
-        input_values = builder.input("input_values", ir.DataType.FLOAT, samples)
+        name = "input_values"
+        if mel_bins is not None:
+            name, samples = "input_features", [BATCH, SEQUENCE, mel_bins]
+        input_values = builder.input(name, ir.DataType.FLOAT, samples)
         mask = None
         if cfg.uses_attention_mask:
             name = getattr(model, "mask_input", "attention_mask")

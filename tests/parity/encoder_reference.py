@@ -151,6 +151,19 @@ def spectrogram_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_values": RNG.standard_normal(shape).astype(np.float32)}
 
 
+# mel features: 64 frames, the second row padded with zeros (as the processor pads) after 45
+MEL_FRAMES, MEL_KEPT = 64, 45
+
+
+def mel_inputs(config: dict) -> dict[str, np.ndarray]:
+    """A batch of two mel-feature sequences [batch, frames, bins] (the bins of the encoder's
+    config), the second right-padded with zeros, and their frame mask."""
+    bins = config["encoder_config"]["num_mel_bins"]
+    mask = (np.arange(MEL_FRAMES)[None, :] < np.array([[MEL_FRAMES], [MEL_KEPT]])).astype(np.int64)
+    features = RNG.standard_normal((BATCH, MEL_FRAMES, bins)) * mask[:, :, None]
+    return {"input_features": features.astype(np.float32), "attention_mask": mask}
+
+
 def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
     """[batch, positions] 1 where outputs with a position axis are compared: the tokens the
     text mask keeps; the audio frames the model's own conv lengths keep (all frames when the
@@ -235,6 +248,7 @@ INPUTS = {
     "audio": audio_inputs,
     "audio+channel": channel_audio_inputs,
     "spectrogram": spectrogram_inputs,
+    "mel": mel_inputs,
     "text+image": text_image_inputs,
     "text+tiles": text_tile_inputs,
 }
