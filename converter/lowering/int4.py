@@ -12,7 +12,7 @@ import onnx_ir as ir
 from converter.errors import MobiusError, WeightsError
 from converter.execution_providers import MATMUL_NBITS, ExecutionProvider
 from converter.lowering.lazy import LazyResult, lazy_initializer, swap
-from converter.lowering.matmul_weights import weight_of
+from converter.lowering.matmul_weights import layout_name, weight_of
 from converter.lowering.passes import MS_DOMAIN, is_initializer
 from converter.quantize import (
     DEFAULT_METHOD,
@@ -60,7 +60,7 @@ def quantize_matmuls(
     ep: ExecutionProvider,
     int4: Int4,
     act: ir.DataType,
-    quantizers: dict[str, _LazyQ4],
+    quantizers: dict[tuple[str, bool], tuple[str, _LazyQ4]],
     heads: set[str],
     float_only: set[str] = frozenset(),
 ) -> int:
@@ -72,7 +72,7 @@ def quantize_matmuls(
     quantized.
     """
     graph, count = model.graph, 0
-    dequantizers: dict[str, _LazyQ4] = {}
+    dequantizers: dict[tuple[str, bool], tuple[str, _LazyQ4]] = {}
     for node in list(graph):
         found = weight_of(node) if node.op_type == "MatMul" and node.domain == "" else None
         tied = found is None and int4.head_bits is not None and _tied_head_of(node)
@@ -89,19 +89,22 @@ def quantize_matmuls(
                 "non-expert projections mobius binds as packed INT4 only (no requantization)"
             )
         bits, block_size = (int4.head_bits, int4.head_block_size) if head else (4, None)
+        key = (weight.name, layout_nk)
         if ep.has(MATMUL_NBITS):
-            quantized = quantizers.setdefault(
-                weight.name,
-                _LazyQ4(weight.const_value, layout_nk, int4, bits=bits, block_size=block_size),
-            )
-            _to_matmul_nbits(graph, node, weight.name, quantized, ep, act)
+            if key not in quantizers:
+                q = _LazyQ4(weight.const_value, layout_nk, int4, bits=bits, block_size=block_size)
+                quantizers[key] = (layout_name(quantizers, *key), q)
+            name, quantized = quantizers[key]
+            _to_matmul_nbits(graph, node, name, quantized, ep, act)
             model.opset_imports.setdefault(MS_DOMAIN, 1)
         else:
-            quantized = dequantizers.get(weight.name) or _LazyQ4(
-                weight.const_value, layout_nk, int4, to_dequantize_linear, bits, block_size
-            )
-            dequantizers[weight.name] = quantized
-            _to_dequantize_linear(graph, node, weight.name, quantized, act)
+            if key not in dequantizers:
+                q = _LazyQ4(
+                    weight.const_value, layout_nk, int4, to_dequantize_linear, bits, block_size
+                )
+                dequantizers[key] = (layout_name(dequantizers, *key), q)
+            name, quantized = dequantizers[key]
+            _to_dequantize_linear(graph, node, name, quantized, act)
             if node.op_type == "Gemm":  # DequantizeLinear gives [K, N]: no transpose left
                 node.attributes["transB"] = ir.AttrInt64("transB", 0)
         if transpose is not None:
@@ -113,7 +116,11 @@ def quantize_matmuls(
 
 
 def quantize_embedding(
-    model: ir.Model, table: str, int4: Int4, act: ir.DataType, quantizers: dict[str, _LazyQ4]
+    model: ir.Model,
+    table: str,
+    int4: Int4,
+    act: ir.DataType,
+    quantizers: dict[tuple[str, bool], tuple[str, _LazyQ4]],
 ) -> int:
     """Gather(embedding table, ids) -> com.microsoft GatherBlockQuantized over rows of
     `int4.head_bits`.
@@ -129,8 +136,13 @@ def quantize_embedding(
         weight = node.inputs[0] if node.op_type == "Gather" and node.domain == "" else None
         if weight is None or weight.name != table or not is_initializer(weight):
             continue
-        q = quantizers.get(weight.name) or _LazyQ4(
-            weight.const_value, True, int4, bits=int4.head_bits, block_size=int4.head_block_size
+        tied = quantizers.get((weight.name, True))  # a head's read of the table, [N, K]
+        q = (
+            tied[1]
+            if tied
+            else _LazyQ4(
+                weight.const_value, True, int4, bits=int4.head_bits, block_size=int4.head_block_size
+            )
         )
         swap(graph, node, _gather_q4(graph, node, weight, q, act))
         if not weight.uses():

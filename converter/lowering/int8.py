@@ -19,7 +19,7 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from converter.lowering.lazy import LazyResult, lazy_initializer, swap
-from converter.lowering.matmul_weights import weight_of
+from converter.lowering.matmul_weights import layout_name, weight_of
 from converter.quantize_int8 import quantize_q8
 from converter.weights import source_array
 
@@ -30,7 +30,7 @@ def quantize_matmuls_int8(
     """MatMul by a weight initializer -> the dynamic int8 chain above, except the LM head's
     weights (`heads`) and those in `float_only` (MoE routers). Returns how many MatMuls."""
     graph, count = model.graph, 0
-    weights: dict[str, list[ir.Value]] = {}  # a weight read by several MatMuls: one copy
+    weights: dict[tuple[str, bool], list[ir.Value]] = {}  # read by several MatMuls: one copy
     activations: dict[ir.Value, ir.Node] = {}  # x -> its DynamicQuantizeLinear
     for node in list(graph):
         found = weight_of(node) if node.op_type == "MatMul" and node.domain == "" else None
@@ -39,15 +39,16 @@ def quantize_matmuls_int8(
         weight, transpose, layout_nk = found
         if weight.name in float_only or weight.name in heads:
             continue
-        if weight.name not in weights:
-            weights[weight.name] = _initializers(graph, weight, layout_nk)
+        key = (weight.name, layout_nk)
+        if key not in weights:
+            weights[key] = _initializers(graph, weight, layout_nk, layout_name(weights, *key))
         x = node.inputs[0]
         if x not in activations:
             activations[x] = ir.node(
                 "DynamicQuantizeLinear", [x], num_outputs=3, name=f"{node.name}/quantize"
             )
             graph.insert_before(node, activations[x])
-        _to_matmul_integer(graph, node, activations[x], *weights[weight.name])
+        _to_matmul_integer(graph, node, activations[x], *weights[key])
         if transpose is not None:
             graph.remove(transpose, safe=True)
         if not weight.uses():
@@ -56,8 +57,9 @@ def quantize_matmuls_int8(
     return count
 
 
-def _initializers(graph: ir.Graph, weight: ir.Value, layout_nk: bool) -> list[ir.Value]:
-    """int8 values [K, N] and float32 scales [N], computed together when first written."""
+def _initializers(graph: ir.Graph, weight: ir.Value, layout_nk: bool, name: str) -> list[ir.Value]:
+    """int8 values [K, N] and float32 scales [N] named after `name`, computed together when
+    first written."""
     tensor = weight.const_value
     n, k = weight.shape.dims if layout_nk else weight.shape.dims[::-1]
 
@@ -69,14 +71,14 @@ def _initializers(graph: ir.Graph, weight: ir.Value, layout_nk: bool) -> list[ir
     return [
         lazy_initializer(
             graph,
-            f"{weight.name}.int8",
+            f"{name}.int8",
             result.part(lambda q: ir.Tensor(q.values)),
             ir.DataType.INT8,
             [k, n],
         ),
         lazy_initializer(
             graph,
-            f"{weight.name}.scales",
+            f"{name}.scales",
             result.part(lambda q: ir.Tensor(q.scales)),
             ir.DataType.FLOAT,
             [n],

@@ -31,3 +31,12 @@ def only_multiplied(weight: ir.Value) -> bool:
         if node.op_type != "MatMul" or index != 1:
             return False
     return True
+
+
+def layout_name(cache: dict, name: str, layout_nk: bool) -> str:
+    """The initializer name of weight `name` quantized as read in `layout_nk`, for a `cache`
+    keyed by (weight name, layout). A weight that MatMuls read both ways (stored [N, K] behind
+    a Transpose, and [K, N]) is quantized once per layout, the second under
+    `<name>.transposed`: one layout's quantization read as the other multiplies by the wrong
+    matrix."""
+    return f"{name}.transposed" if (name, not layout_nk) in cache else name
