@@ -73,14 +73,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "attention_mask, so the encoder kernels and their fused-kernel checks do not "
         "apply",
     ),
-    "funnel": (
-        "encoder",
-        "Funnel Transformer's blocks are not built: the sequence is mean-pooled (stride "
-        "2) between blocks (optionally keeping the CLS token apart, separate_cls, "
-        "truncate_seq), attention is relative with per-block sinusoidal position "
-        "encodings (factorized or relative_shift, plus token-type biases), and full-"
-        "length heads need its decoder that upsamples and adds the first block's output",
-    ),
     "granite_speech5_ctc": (
         "audio",
         "a mel-feature Conformer whose attention runs block-wise (context_size chunks) "

@@ -1,0 +1,358 @@
+"""Funnel Transformer: blocks of post-norm layers, the sequence pooled between blocks
+(converter/models/funnel_levels.py), the first layer of each later block attending with pooled
+queries to the previous level's keys. Attention is relative (Transformer-XL style): besides the
+content score with `r_w_bias`, each query scores sinusoids of its distance to each key through
+`r_kernel` (with `r_r_bias`) and whether the key shares its segment through `seg_embed` (with
+`r_s_bias`), both terms zero where CLS is involved; they reach the kernel as an additive bias.
+The embeddings are the word table and a LayerNorm, nothing else.
+
+FunnelBaseModel (text-classification; feature-extraction of a checkpoint without a decoder)
+returns the last block's pooled sequence. FunnelModel (fill-mask, token-classification,
+question-answering, feature-extraction) adds the decoder: the last block's tokens repeated back
+to the full length (CLS apart, zeros past the end), plus the first block's output, through
+`num_decoder_layers` layers at the first level.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+from onnxscript import nn
+
+from converter.components import LayerNorm, Linear, activation
+from converter.components.linear import Bias
+from converter.config.encoder import EncoderConfig, EncoderRules, _num_labels
+from converter.config.reader import MAX_LAYERS, MAX_VOCAB, ConfigReader
+from converter.errors import ConfigError
+from converter.execution_providers import ENCODER_MHA, SKIP_NORM
+from converter.models.encoder import Table, first_token
+from converter.models.funnel_levels import Attending, Level, mean_pool, pool_level
+from converter.registry import Family
+from converter.tasks.encoding import BATCH, SEQUENCE, TEXT_TASKS, TextInputs
+
+POOLED = "pooled_sequence_length"
+
+
+class FunnelAttention(nn.Module):
+    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
+        super().__init__()
+        d_model, heads, d_head = cfg.hidden_size, cfg.num_attention_heads, cfg.head_dim
+        inner = heads * d_head
+        self.q_head = Linear(d_model, inner, False, dtype)
+        self.k_head = Linear(d_model, inner, True, dtype)
+        self.v_head = Linear(d_model, inner, True, dtype)
+        self.r_w_bias = nn.Parameter([heads, d_head], dtype)
+        self.r_r_bias = nn.Parameter([heads, d_head], dtype)
+        self.r_kernel = nn.Parameter([d_model, heads, d_head], dtype)
+        self.r_s_bias = nn.Parameter([heads, d_head], dtype)
+        self.seg_embed = nn.Parameter([2, heads, d_head], dtype)
+        self.post_proj = Linear(inner, d_model, True, dtype)
+        self.layer_norm = LayerNorm(d_model, cfg.norm_eps, dtype)
+        self.heads, self.d_head, self.d_model = heads, d_head, d_model
+        self.scale = d_head**-0.5
+
+    def _per_head(self, op, q, bias):
+        """(q + bias) as [batch, heads, queries, d_head]."""
+        q = op.Reshape(op.Add(q, op.Reshape(bias, [-1])), [0, 0, self.heads, self.d_head])
+        return op.Transpose(q, perm=[0, 2, 1, 3])
+
+    def _positional(self, op, q, at: Attending):
+        kernel = op.Reshape(self.r_kernel, [self.d_model, -1])
+        keys = op.Reshape(op.MatMul(at.positions, kernel), [0, self.heads, self.d_head])
+        scores = op.MatMul(self._per_head(op, q, self.r_r_bias), op.Transpose(keys, perm=[1, 2, 0]))
+        index = op.Expand(at.index, op.Concat(op.Shape(scores, end=2), op.Shape(at.index), axis=0))
+        return op.GatherElements(scores, index, axis=3)
+
+    def _segment(self, op, q, at: Attending):
+        segments = op.Transpose(self.seg_embed, perm=[1, 2, 0])  # [heads, d_head, 2]
+        scores = op.MatMul(self._per_head(op, q, self.r_s_bias), segments)
+        different, same = op.Split(scores, axis=-1, num_outputs=2, _outputs=2)
+        return op.Where(at.same, same, different)
+
+    def forward(self, op, query, key, at: Attending):
+        q, k, v = self.q_head(op, query), self.k_head(op, key), self.v_head(op, key)
+        relative = op.Add(self._positional(op, q, at), self._segment(op, q, at))
+        bias = op.Mul(op.Mul(relative, at.cls_keep), op.CastLike(self.scale, relative))
+        content_q = op.Add(q, op.Reshape(self.r_w_bias, [-1]))
+        out = at.kernel(op, content_q, k, v, self.heads, self.scale, bias)
+        return self.layer_norm(op, op.Add(query, self.post_proj(op, out)))
+
+
+class FunnelFFN(nn.Module):
+    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
+        super().__init__()
+        self.linear_1 = Linear(cfg.hidden_size, cfg.intermediate_size, True, dtype)
+        self.linear_2 = Linear(cfg.intermediate_size, cfg.hidden_size, True, dtype)
+        self.layer_norm = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
+        self.act = cfg.activation
+
+    def forward(self, op, x):
+        h = self.linear_2(op, activation(op, self.act, self.linear_1(op, x)))
+        return self.layer_norm(op, op.Add(x, h))
+
+
+class FunnelLayer(nn.Module):
+    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType, calls: int = 1):
+        super().__init__()
+        self.attention = FunnelAttention(cfg, dtype)
+        self.ffn = FunnelFFN(cfg, dtype)
+        self.calls = calls  # block_repeats runs a layer more than once
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        return {
+            "skip_norms": 2 * self.calls if plan.has(SKIP_NORM) else 0,
+            ENCODER_MHA: self.calls if plan.has(ENCODER_MHA) else 0,
+        }
+
+    def forward(self, op, query, key, at: Attending):
+        return self.ffn(op, self.attention(op, query, key, at))
+
+
+class FunnelEmbeddings(nn.Module):
+    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
+        super().__init__()
+        self.word_embeddings = Table(cfg.vocab_size, cfg.hidden_size, dtype)
+        self.layer_norm = LayerNorm(cfg.hidden_size, cfg.norm_eps, dtype)
+
+    def forward(self, op, input_ids):
+        return self.layer_norm(op, self.word_embeddings(op, input_ids))
+
+
+class FunnelEncoder(nn.Module):
+    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
+        super().__init__()
+        sizes, repeats = cfg.extra["block_sizes"], cfg.extra["block_repeats"]
+        self.blocks = nn.ModuleList(
+            [
+                nn.ModuleList([FunnelLayer(cfg, dtype, repeat) for _ in range(size)])
+                for size, repeat in zip(sizes, repeats, strict=True)
+            ]
+        )
+        self.repeats, self.first_block_calls = repeats, sizes[0]
+
+    def forward(self, op, hidden, level: Level, attend):
+        """The last block's output and, for the decoder, the hidden state after the first
+        `block_sizes[0]` layer calls (transformers counts repeats among them)."""
+        calls, first_block = 0, None
+        for index, (block, repeat) in enumerate(zip(self.blocks, self.repeats, strict=True)):
+            if index > 0:
+                pooled, first, second = pool_level(op, level)
+                queries = mean_pool(op, hidden, first, second)
+                hidden = block[0](op, queries, hidden, attend(pooled, level))
+                calls, level = calls + 1, pooled
+            at = attend(level, level)
+            for position, layer in enumerate(block):
+                for run in range(repeat):
+                    if index > 0 and position == 0 and run == 0:
+                        continue  # the pooling call above
+                    hidden = layer(op, hidden, hidden, at)
+                    calls += 1
+                    if calls == self.first_block_calls:
+                        first_block = hidden
+        return hidden, first_block
+
+
+class FunnelDecoder(nn.Module):
+    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
+        super().__init__()
+        count = cfg.extra["num_decoder_layers"]
+        self.layers = nn.ModuleList([FunnelLayer(cfg, dtype) for _ in range(count)])
+        self.stride = 2 ** (len(cfg.extra["block_sizes"]) - 1)
+
+    def upsample(self, op, final, length):
+        """Token p > 0 of the full length reads pooled token 1 + (p - 1) // stride, or zeros past
+        the pooled tokens; CLS reads CLS."""
+        zeros = op.Mul(op.Slice(final, [0], [1], [1]), op.CastLike(0.0, final))
+        padded = op.Concat(final, zeros, axis=1)
+        p = op.Range(0, op.Squeeze(length, [0]), 1)
+        source = op.Add(op.Div(op.Sub(p, 1), self.stride), 1)
+        source = op.Where(op.Equal(p, 0), op.Constant(value_int=0), source)
+        source = op.Min(source, op.Squeeze(op.Shape(final, start=1, end=2), [0]))
+        return op.Gather(padded, source, axis=1)
+
+    def forward(self, op, final, first_block, at: Attending, length):
+        hidden = op.Add(self.upsample(op, final, length), first_block)
+        for layer in self.layers:
+            hidden = layer(op, hidden, hidden, at)
+        return hidden
+
+
+class FunnelBody(nn.Module):
+    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType, ep, decoded: bool):
+        super().__init__()
+        self.embeddings = FunnelEmbeddings(cfg, dtype)
+        self.encoder = FunnelEncoder(cfg, dtype)
+        self.decoder = FunnelDecoder(cfg, dtype) if decoded else None
+        self.cfg, self.dtype, self.ep = cfg, dtype, ep
+
+    def forward(self, op, inputs: TextInputs):
+        hidden = self.embeddings(op, inputs.input_ids)
+        length = op.Shape(inputs.input_ids, start=1, end=2)
+        types = inputs.token_type_ids
+        level = Level(length, inputs.attention_mask, types, 1)
+
+        def attend(q: Level, k: Level) -> Attending:
+            return Attending(op, self.ep, self.dtype, self.cfg.hidden_size, q, k)
+
+        final, first_block = self.encoder(op, hidden, level, attend)
+        if self.decoder is None:
+            return final
+        return self.decoder(op, final, first_block, attend(level, level), length)
+
+
+class ClassificationHead(nn.Module):
+    """linear_out(tanh(linear_hidden(first token)))."""
+
+    def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
+        super().__init__()
+        self.linear_hidden = Linear(cfg.hidden_size, cfg.hidden_size, True, dtype)
+        self.linear_out = Linear(cfg.hidden_size, cfg.num_labels, True, dtype)
+
+    def forward(self, op, hidden):
+        return self.linear_out(op, op.Tanh(self.linear_hidden(op, first_token(op, hidden))))
+
+
+class FunnelModel(nn.Module):
+    """The body under `funnel` and the task's head (transformers' names)."""
+
+    heads = TEXT_TASKS
+
+    def __init__(self, cfg, dtype, ep, task: str, tensors: frozenset[str]):
+        super().__init__()
+        if task not in self.heads:
+            raise ConfigError(f"{cfg.model_type} has no {task} head here")
+        decoded = task in ("fill-mask", "token-classification", "question-answering") or (
+            task == "feature-extraction" and _has_decoder(tensors)
+        )
+        if task == "fill-mask" and not _has_decoder(tensors):
+            raise ConfigError(
+                "this Funnel checkpoint has no decoder (a FunnelBaseModel or a sequence "
+                "classifier): its masked-LM head needs the full-length sequence"
+            )
+        self.funnel = FunnelBody(cfg, dtype, ep, decoded)
+        self.cfg, self.task, self.decoded = cfg, task, decoded
+        size = cfg.hidden_size
+        if task == "fill-mask":
+            if "discriminator_predictions.dense.weight" in tensors:
+                raise ConfigError(
+                    "this Funnel checkpoint is a FunnelForPreTraining discriminator (one "
+                    "replaced-or-original logit per token), not a masked LM: convert it with "
+                    "--task feature-extraction"
+                )
+            tied = "lm_head.weight" not in tensors
+            vocab = cfg.vocab_size
+            self.lm_head = Bias(vocab, dtype) if tied else Linear(size, vocab, True, dtype, True)
+        elif task == "text-classification":
+            self.classifier = ClassificationHead(cfg, dtype)
+        elif task == "token-classification":
+            self.classifier = Linear(size, cfg.num_labels, True, dtype)
+        elif task == "question-answering":
+            self.qa_outputs = Linear(size, 2, True, dtype)
+
+    def forward(self, op, inputs: TextInputs) -> dict:
+        hidden = self.funnel(op, inputs)
+        cfg, task = self.cfg, self.task
+        tokens = [BATCH, SEQUENCE]
+        if task == "feature-extraction":
+            dims = [*tokens, cfg.hidden_size] if self.decoded else [BATCH, POOLED, cfg.hidden_size]
+            return {"last_hidden_state": (hidden, dims)}
+        if task == "fill-mask":
+            return {"logits": (self._lm_logits(op, hidden), [*tokens, cfg.vocab_size])}
+        if task == "text-classification":
+            return {"logits": (self.classifier(op, hidden), [BATCH, cfg.num_labels])}
+        if task == "token-classification":
+            return {"logits": (self.classifier(op, hidden), [*tokens, cfg.num_labels])}
+        start, end = op.Split(self.qa_outputs(op, hidden), axis=-1, num_outputs=2, _outputs=2)
+        return {
+            "start_logits": (op.Squeeze(start, [-1]), tokens),
+            "end_logits": (op.Squeeze(end, [-1]), tokens),
+        }
+
+    def _lm_logits(self, op, hidden):
+        if isinstance(self.lm_head, Bias):
+            table = self.funnel.embeddings.word_embeddings.weight
+            hidden = op.MatMul(hidden, op.Transpose(table, perm=[1, 0]))
+        return self.lm_head(op, hidden)
+
+
+def _has_decoder(tensors: frozenset[str]) -> bool:
+    name = "decoder.layers.0.attention.q_head.weight"
+    return name in tensors or f"funnel.{name}" in tensors
+
+
+class FunnelRules(EncoderRules):
+    """Funnel's own keys (d_model, n_head, d_head, d_inner, the blocks); no position table and
+    no token-type table (token types only bias attention)."""
+
+    def read(self, r: ConfigReader) -> EncoderConfig:
+        if r.get("attention_type", default="relative_shift") != "relative_shift":
+            r.refuse("attention_type", "only relative_shift attention is built (not factorized)")
+        if r.get("pooling_type", default="mean") != "mean":
+            r.refuse("pooling_type", "only mean pooling between blocks is built")
+        for key in ("separate_cls", "truncate_seq", "pool_q_only"):
+            if not r.bool(key, True):
+                r.refuse(key, "only the default (true) pooling layout is built")
+        sizes = _block_list(r, "block_sizes", None)
+        repeats = _block_list(r, "block_repeats", [1] * len(sizes))
+        if len(repeats) != len(sizes):
+            raise ConfigError("'block_repeats' must have one entry per block of 'block_sizes'")
+        d_model = r.int("d_model", "hidden_size")
+        if d_model % 2:
+            raise ConfigError(f"'d_model' = {d_model} must be even (sin and cos halves)")
+        vocab = r.int("vocab_size", hi=MAX_VOCAB)
+        pad = r.get("pad_token_id")
+        return EncoderConfig(
+            model_type=r.model_type,
+            vocab_size=vocab,
+            hidden_size=d_model,
+            intermediate_size=r.int("d_inner", hi=d_model * 64),
+            num_hidden_layers=sum(s * n for s, n in zip(sizes, repeats, strict=True)),
+            num_attention_heads=r.int("n_head", "num_attention_heads"),
+            head_dim=r.int("d_head"),
+            max_position_embeddings=0,  # relative positions only
+            type_vocab_size=0,
+            token_type_input=True,
+            norm_eps=r.float("layer_norm_eps", default=1e-9),
+            activation=r.str("hidden_act", default="gelu_new"),
+            pad_token_id=None if pad is None else r.int("pad_token_id", lo=0, hi=vocab - 1),
+            position_offset=0,
+            num_labels=_num_labels(r),
+            embedding_size=d_model,
+            extra={
+                "block_sizes": sizes,
+                "block_repeats": repeats,
+                "num_decoder_layers": r.int("num_decoder_layers", default=2, lo=0),
+            },
+        )
+
+
+def _block_list(r: ConfigReader, key: str, default) -> list[int]:
+    value = r.get(key, default=default)
+    if not isinstance(value, list | tuple) or not value:
+        raise ConfigError(f"'{key}' must be a non-empty list of block sizes")
+    if any(isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= MAX_LAYERS for v in value):
+        raise ConfigError(f"'{key}' = {value!r} must hold positive layer counts")
+    return list(value)
+
+
+FAMILIES = [
+    Family(
+        "funnel",
+        FunnelModel,
+        "blocks pooled between them (mean, CLS apart), relative attention with token-type "
+        "biases, a decoder upsampling back to the full length",
+        ("funnel-transformer/small", "funnel-transformer/small-base"),
+        rules=FunnelRules(),
+        task="feature-extraction",
+        category="encoder",
+        # what a task leaves unread: the decoder of a FunnelModel converted as a classifier,
+        # other tasks' heads, a tied head's stored copy
+        unused=(
+            r"(funnel\.)?decoder\..*",
+            r"lm_head\..*",
+            r"classifier\..*",
+            r"qa_outputs\..*",
+            r"discriminator_predictions\..*",
+        ),
+        prefix="funnel.",
+    ),
+]

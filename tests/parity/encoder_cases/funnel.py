@@ -1,0 +1,31 @@
+from tests.parity.encoder_cases import EncoderCase
+
+# three blocks, so the 9 tokens pool to 5 then 3 (the padded row's mask pooled with them), the
+# last block's layer repeated; a decoder layer brings the full-length heads back to 9
+TINY = {
+    "model_type": "funnel",
+    "vocab_size": 128,
+    "block_sizes": [1, 1, 1],
+    "block_repeats": [1, 1, 2],
+    "num_decoder_layers": 1,
+    "d_model": 32,
+    "n_head": 2,
+    "d_head": 16,
+    "d_inner": 64,
+    "initializer_range": 0.1,
+    "pad_token_id": 1,
+}
+
+CASES = {
+    "funnel": EncoderCase(
+        TINY,
+        (
+            "FunnelModel",
+            "FunnelBaseModel",
+            "FunnelForMaskedLM",
+            "FunnelForSequenceClassification",
+            "FunnelForTokenClassification",
+            "FunnelForQuestionAnswering",
+        ),
+    ),
+}
