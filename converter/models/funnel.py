@@ -1,16 +1,22 @@
-"""Funnel Transformer: blocks of post-norm layers, the sequence pooled between blocks
-(converter/models/funnel_levels.py), the first layer of each later block attending with pooled
-queries to the previous level's keys. Attention is relative (Transformer-XL style): besides the
+"""Funnel Transformer: blocks of post-norm layers, the sequence pooled between blocks (mean or
+max, CLS kept apart under separate_cls: converter/models/funnel_levels.py), the first layer of
+each later block attending with pooled queries to the previous level's keys (pool_q_only; else
+pooled queries, keys and values). Attention is relative (Transformer-XL style): besides the
 content score with `r_w_bias`, each query scores sinusoids of its distance to each key through
-`r_kernel` (with `r_r_bias`) and whether the key shares its segment through `seg_embed` (with
-`r_s_bias`), both terms zero where CLS is involved; they reach the kernel as an additive bias.
-The embeddings are the word table and a LayerNorm, nothing else.
+`r_kernel` with `r_r_bias` (relative_shift: a table of distances; factorized: sin and cos of
+both positions), and whether the key shares its segment through `seg_embed` with `r_s_bias`,
+both terms zero where CLS is involved (separate_cls); they reach the kernel as an additive
+bias. The embeddings are the word table and a LayerNorm, nothing else.
 
 FunnelBaseModel (text-classification; feature-extraction of a checkpoint without a decoder)
 returns the last block's pooled sequence. FunnelModel (fill-mask, token-classification,
 question-answering, feature-extraction) adds the decoder: the last block's tokens repeated back
 to the full length (CLS apart, zeros past the end), plus the first block's output, through
 `num_decoder_layers` layers at the first level.
+
+Not matched: a padded row whose pooled mask keeps no token at all (without separate_cls, a row
+of fewer real tokens than 2^(blocks - 1)): transformers then softmaxes scores shifted by -1e6,
+and its rounding there is not reproduced; such a row's outputs mean nothing on either side.
 """
 
 from __future__ import annotations
@@ -25,7 +31,14 @@ from converter.config.reader import MAX_LAYERS, MAX_VOCAB, ConfigReader
 from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
 from converter.models.encoder import Table, first_token
-from converter.models.funnel_levels import Attending, Level, mean_pool, pool_level
+from converter.models.funnel_levels import (
+    Attending,
+    Layout,
+    Level,
+    first_level,
+    pool,
+    pool_level,
+)
 from converter.registry import Family
 from converter.tasks.encoding import BATCH, SEQUENCE, TEXT_TASKS, TextInputs
 
@@ -56,11 +69,21 @@ class FunnelAttention(nn.Module):
         return op.Transpose(q, perm=[0, 2, 1, 3])
 
     def _positional(self, op, q, at: Attending):
+        if at.factors is not None:
+            return self._factorized(op, q, at)
         kernel = op.Reshape(self.r_kernel, [self.d_model, -1])
         keys = op.Reshape(op.MatMul(at.positions, kernel), [0, self.heads, self.d_head])
         scores = op.MatMul(self._per_head(op, q, self.r_r_bias), op.Transpose(keys, perm=[1, 2, 0]))
         index = op.Expand(at.index, op.Concat(op.Shape(scores, end=2), op.Shape(at.index), axis=0))
         return op.GatherElements(scores, index, axis=3)
+
+    def _factorized(self, op, q, at: Attending):
+        phi, pi, psi, omega = at.factors
+        kernel = op.Transpose(self.r_kernel, perm=[1, 2, 0])  # [heads, d_head, d_model]
+        projected = op.MatMul(self._per_head(op, q, self.r_r_bias), kernel)
+        sin_part = op.MatMul(op.Mul(projected, phi), op.Transpose(psi, perm=[1, 0]))
+        cos_part = op.MatMul(op.Mul(projected, pi), op.Transpose(omega, perm=[1, 0]))
+        return op.Add(sin_part, cos_part)
 
     def _segment(self, op, q, at: Attending):
         segments = op.Transpose(self.seg_embed, perm=[1, 2, 0])  # [heads, d_head, 2]
@@ -71,7 +94,9 @@ class FunnelAttention(nn.Module):
     def forward(self, op, query, key, at: Attending):
         q, k, v = self.q_head(op, query), self.k_head(op, key), self.v_head(op, key)
         relative = op.Add(self._positional(op, q, at), self._segment(op, q, at))
-        bias = op.Mul(op.Mul(relative, at.cls_keep), op.CastLike(self.scale, relative))
+        if at.cls_keep is not None:
+            relative = op.Mul(relative, at.cls_keep)
+        bias = op.Mul(relative, op.CastLike(self.scale, relative))
         content_q = op.Add(q, op.Reshape(self.r_w_bias, [-1]))
         out = at.kernel(op, content_q, k, v, self.heads, self.scale, bias)
         return self.layer_norm(op, op.Add(query, self.post_proj(op, out)))
@@ -128,6 +153,7 @@ class FunnelEncoder(nn.Module):
             ]
         )
         self.repeats, self.first_block_calls = repeats, sizes[0]
+        self.layout: Layout = cfg.extra["layout"]
 
     def forward(self, op, hidden, level: Level, attend):
         """The last block's output and, for the decoder, the hidden state after the first
@@ -135,9 +161,13 @@ class FunnelEncoder(nn.Module):
         calls, first_block = 0, None
         for index, (block, repeat) in enumerate(zip(self.blocks, self.repeats, strict=True)):
             if index > 0:
-                pooled, first, second = pool_level(op, level)
-                queries = mean_pool(op, hidden, first, second)
-                hidden = block[0](op, queries, hidden, attend(pooled, level))
+                layout = self.layout
+                pooled, first, second = pool_level(op, level, layout.separate_cls)
+                queries = pool(op, hidden, first, second, layout.pooling)
+                if layout.pool_q_only:
+                    hidden = block[0](op, queries, hidden, attend(pooled, level))
+                else:
+                    hidden = block[0](op, queries, queries, attend(pooled, pooled))
                 calls, level = calls + 1, pooled
             at = attend(level, level)
             for position, layer in enumerate(block):
@@ -157,15 +187,19 @@ class FunnelDecoder(nn.Module):
         count = cfg.extra["num_decoder_layers"]
         self.layers = nn.ModuleList([FunnelLayer(cfg, dtype) for _ in range(count)])
         self.stride = 2 ** (len(cfg.extra["block_sizes"]) - 1)
+        self.separate_cls = cfg.extra["layout"].separate_cls
 
     def upsample(self, op, final, length):
-        """Token p > 0 of the full length reads pooled token 1 + (p - 1) // stride, or zeros past
-        the pooled tokens; CLS reads CLS."""
+        """Token p of the full length reads pooled token p // stride; under separate_cls CLS
+        reads CLS and token p > 0 pooled token 1 + (p - 1) // stride, or zeros past the pooled
+        tokens."""
         zeros = op.Mul(op.Slice(final, [0], [1], [1]), op.CastLike(0.0, final))
         padded = op.Concat(final, zeros, axis=1)
         p = op.Range(0, op.Squeeze(length, [0]), 1)
-        source = op.Add(op.Div(op.Sub(p, 1), self.stride), 1)
-        source = op.Where(op.Equal(p, 0), op.Constant(value_int=0), source)
+        source = op.Div(p, self.stride)
+        if self.separate_cls:
+            source = op.Add(op.Div(op.Sub(p, 1), self.stride), 1)
+            source = op.Where(op.Equal(p, 0), op.Constant(value_int=0), source)
         source = op.Min(source, op.Squeeze(op.Shape(final, start=1, end=2), [0]))
         return op.Gather(padded, source, axis=1)
 
@@ -187,11 +221,11 @@ class FunnelBody(nn.Module):
     def forward(self, op, inputs: TextInputs):
         hidden = self.embeddings(op, inputs.input_ids)
         length = op.Shape(inputs.input_ids, start=1, end=2)
-        types = inputs.token_type_ids
-        level = Level(length, inputs.attention_mask, types, 1)
+        level = first_level(op, length, inputs.attention_mask, inputs.token_type_ids)
+        layout = self.cfg.extra["layout"]
 
         def attend(q: Level, k: Level) -> Attending:
-            return Attending(op, self.ep, self.dtype, self.cfg.hidden_size, q, k)
+            return Attending(op, self.ep, self.dtype, self.cfg.hidden_size, layout, q, k)
 
         final, first_block = self.encoder(op, hidden, level, attend)
         if self.decoder is None:
@@ -284,13 +318,22 @@ class FunnelRules(EncoderRules):
     no token-type table (token types only bias attention)."""
 
     def read(self, r: ConfigReader) -> EncoderConfig:
-        if r.get("attention_type", default="relative_shift") != "relative_shift":
-            r.refuse("attention_type", "only relative_shift attention is built (not factorized)")
-        if r.get("pooling_type", default="mean") != "mean":
-            r.refuse("pooling_type", "only mean pooling between blocks is built")
-        for key in ("separate_cls", "truncate_seq", "pool_q_only"):
-            if not r.bool(key, True):
-                r.refuse(key, "only the default (true) pooling layout is built")
+        attention = r.get("attention_type", default="relative_shift")
+        if attention not in ("relative_shift", "factorized"):
+            r.refuse("attention_type", "Funnel attends relative_shift or factorized")
+        pooling = r.get("pooling_type", default="mean")
+        if pooling not in ("mean", "max"):
+            r.refuse("pooling_type", "Funnel pools by mean or max")
+        separate_cls = r.bool("separate_cls", True)
+        if separate_cls and not r.bool("truncate_seq", True):
+            r.refuse(
+                "truncate_seq",
+                "with separate_cls, keeping the last token is not built (transformers' own "
+                "relative positions and upsampling fail at some lengths there)",
+            )
+        layout = Layout(
+            separate_cls, pooling, r.bool("pool_q_only", True), attention != "relative_shift"
+        )
         sizes = _block_list(r, "block_sizes", None)
         repeats = _block_list(r, "block_repeats", [1] * len(sizes))
         if len(repeats) != len(sizes):
@@ -321,6 +364,7 @@ class FunnelRules(EncoderRules):
                 "block_sizes": sizes,
                 "block_repeats": repeats,
                 "num_decoder_layers": r.int("num_decoder_layers", default=2, lo=0),
+                "layout": layout,
             },
         )
 

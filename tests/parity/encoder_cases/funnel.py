@@ -15,17 +15,23 @@ TINY = {
     "initializer_range": 0.1,
     "pad_token_id": 1,
 }
+BODIES = ("FunnelModel", "FunnelBaseModel")
 
 CASES = {
     "funnel": EncoderCase(
         TINY,
         (
-            "FunnelModel",
-            "FunnelBaseModel",
+            *BODIES,
             "FunnelForMaskedLM",
             "FunnelForSequenceClassification",
             "FunnelForTokenClassification",
             "FunnelForQuestionAnswering",
         ),
     ),
+    # sin and cos of both positions in place of the distance table; pairs pooled by maximum
+    "funnel:factorized": EncoderCase(
+        {**TINY, "attention_type": "factorized", "pooling_type": "max"}, BODIES
+    ),
+    # CLS pooled with the rest; keys and values pooled with the queries
+    "funnel:pool_all": EncoderCase({**TINY, "separate_cls": False, "pool_q_only": False}, BODIES),
 }
