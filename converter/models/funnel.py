@@ -73,20 +73,20 @@ class FunnelAttention(nn.Module):
             return self._factorized(op, q, at)
         kernel = op.Reshape(self.r_kernel, [self.d_model, -1])
         keys = op.Reshape(op.MatMul(at.positions, kernel), [0, self.heads, self.d_head])
-        scores = op.MatMul(self._per_head(op, q, self.r_r_bias), op.Transpose(keys, perm=[1, 2, 0]))
+        scores = op.MatMul(self._per_head(op, q, self.r_r_bias), rank4(op, keys, [1, 2, 0]))
         index = op.Expand(at.index, op.Concat(op.Shape(scores, end=2), op.Shape(at.index), axis=0))
         return op.GatherElements(scores, index, axis=3)
 
     def _factorized(self, op, q, at: Attending):
         phi, pi, psi, omega = at.factors
-        kernel = op.Transpose(self.r_kernel, perm=[1, 2, 0])  # [heads, d_head, d_model]
+        kernel = rank4(op, self.r_kernel, [1, 2, 0])  # [1, heads, d_head, d_model]
         projected = op.MatMul(self._per_head(op, q, self.r_r_bias), kernel)
-        sin_part = op.MatMul(op.Mul(projected, phi), op.Transpose(psi, perm=[1, 0]))
-        cos_part = op.MatMul(op.Mul(projected, pi), op.Transpose(omega, perm=[1, 0]))
+        sin_part = op.MatMul(op.Mul(projected, phi), rank4(op, psi, [1, 0]))
+        cos_part = op.MatMul(op.Mul(projected, pi), rank4(op, omega, [1, 0]))
         return op.Add(sin_part, cos_part)
 
     def _segment(self, op, q, at: Attending):
-        segments = op.Transpose(self.seg_embed, perm=[1, 2, 0])  # [heads, d_head, 2]
+        segments = rank4(op, self.seg_embed, [1, 2, 0])  # [1, heads, d_head, 2]
         scores = op.MatMul(self._per_head(op, q, self.r_s_bias), segments)
         different, same = op.Split(scores, axis=-1, num_outputs=2, _outputs=2)
         return op.Where(at.same, same, different)
@@ -100,6 +100,13 @@ class FunnelAttention(nn.Module):
         content_q = op.Add(q, op.Reshape(self.r_w_bias, [-1]))
         out = at.kernel(op, content_q, k, v, self.heads, self.scale, bias)
         return self.layer_norm(op, op.Add(query, self.post_proj(op, out)))
+
+
+def rank4(op, x, perm):
+    """x transposed by `perm`, leading ones up to rank 4, to multiply the rank-4 queries by:
+    onnxruntime 1.32's NchwcTransformer crashes (SIGSEGV at session creation) on some f16
+    MatMuls of rank-4 queries by lower-rank operands (as for DeBERTa's relative rows)."""
+    return op.Unsqueeze(op.Transpose(x, perm=perm), list(range(4 - len(perm))))
 
 
 class FunnelFFN(nn.Module):

@@ -30,7 +30,8 @@ CASES = {
     ),
     # sin and cos of both positions in place of the distance table; pairs pooled by maximum
     "funnel:factorized": EncoderCase(
-        {**TINY, "attention_type": "factorized", "pooling_type": "max"}, BODIES
+        {**TINY, "attention_type": "factorized", "pooling_type": "max"},
+        (*BODIES, "FunnelForSequenceClassification"),
     ),
     # CLS pooled with the rest; keys and values pooled with the queries
     "funnel:pool_all": EncoderCase({**TINY, "separate_cls": False, "pool_q_only": False}, BODIES),
