@@ -261,14 +261,14 @@ class FunnelModel(nn.Module):
         super().__init__()
         if task not in self.heads:
             raise ConfigError(f"{cfg.model_type} has no {task} head here")
-        decoded = task in ("fill-mask", "token-classification", "question-answering") or (
-            task == "feature-extraction" and _has_decoder(tensors)
-        )
-        if task == "fill-mask" and not _has_decoder(tensors):
+        full_length = task in ("fill-mask", "token-classification", "question-answering")
+        if full_length and not _has_decoder(tensors):
             raise ConfigError(
-                "this Funnel checkpoint has no decoder (a FunnelBaseModel or a sequence "
-                "classifier): its masked-LM head needs the full-length sequence"
+                f"this Funnel checkpoint has no decoder (a FunnelBaseModel or a sequence "
+                f"classifier): its {task} head needs the full-length sequence the decoder "
+                f"upsamples back"
             )
+        decoded = full_length or (task == "feature-extraction" and _has_decoder(tensors))
         self.funnel = FunnelBody(cfg, dtype, ep, decoded)
         self.cfg, self.task, self.decoded = cfg, task, decoded
         size = cfg.hidden_size
@@ -389,8 +389,9 @@ FAMILIES = [
     Family(
         "funnel",
         FunnelModel,
-        "blocks pooled between them (mean, CLS apart), relative attention with token-type "
-        "biases, a decoder upsampling back to the full length",
+        "blocks pooled between them (mean or max, CLS apart or not), relative attention "
+        "(relative_shift or factorized) with token-type biases, a decoder upsampling back to "
+        "the full length",
         ("funnel-transformer/small", "funnel-transformer/small-base"),
         rules=FunnelRules(),
         task="feature-extraction",
