@@ -65,14 +65,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "neighbours at a dilation, with a relative bias) is not built; transformers "
         "itself needs the natten kernels to run it",
     ),
-    "fnet": (
-        "encoder",
-        "FNet's token mixing is not built: each layer takes the real part of a 2-D "
-        "Fourier transform over sequence and hidden axes (torch.fft.fftn; ONNX DFT or "
-        "cos/sin matrices of the dynamic length), and it has no attention and ignores "
-        "attention_mask, so the encoder kernels and their fused-kernel checks do not "
-        "apply",
-    ),
     "granite_speech5_ctc": (
         "audio",
         "a mel-feature Conformer whose attention runs block-wise (context_size chunks) "
@@ -85,18 +77,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "across stages, attention within (then across) units with query max-pooling at "
         "stage transitions, and the reroll back to a spatial map",
     ),
-    "imagegpt": (
-        "vision",
-        "ImageGPT reads input_ids (its processor turns pixels into k-means colour-cluster "
-        "tokens), not pixel_values: a GPT-2 decoder with its mean-square norm (no mean, "
-        "no bias) whose classifier averages the hidden states; the image tasks here take "
-        "pixel_values",
-    ),
-    "lasr_ctc": (
-        "audio",
-        "a mel-feature Conformer: dense and conv subsampling, rotary attention, a "
-        "convolution module and a Conv1d CTC head; not built yet",
-    ),
     "luke": (
         "encoder",
         "entity-aware: beside the words LUKE reads a second sequence of entities "
@@ -107,34 +87,11 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "inputs, and a words-only graph would leave the entity vocabulary and heads unread",
     ),
     "mbart": ("seq2seq", SEQ2SEQ_MASKED_LM.format("MBart")),
-    "modernvbert": (
-        "multimodal",
-        "a vision-language masked LM: a SigLIP vision tower's patches, pixel-shuffled by "
-        "ModernVBertConnector, replace the image tokens in a ModernBERT text model, so it"
-        " needs an image input and a vision component the text-encoding task lacks (its "
-        "text model alone is `modernbert`, converted)",
-    ),
     "mra": (
         "encoder",
         "a text encoder (MraForMaskedLM): its blocks are not built yet",
     ),
     "mvp": ("seq2seq", SEQ2SEQ_MASKED_LM.format("Mvp")),
-    "neomme": (
-        "encoder",
-        "a text encoder (NeoMMEForMaskedLM): its blocks are not built yet",
-    ),
-    "omniasr_ctc": (
-        "audio",
-        "wav2vec2's large layout (layer-norm convs, pre-norm layers) under other names "
-        "(model.audio_tower.subsampling, encode_positions), a nested audio_config and a "
-        "padding_mask input: the speech encoder is not yet mapped onto it",
-    ),
-    "parakeet_ctc": (
-        "audio",
-        "a FastConformer over mel features: Conv2d subsampling of the frames, "
-        "Transformer-XL relative attention, a convolution module and a Conv1d CTC head; "
-        "not built yet",
-    ),
     "perceiver": (
         "encoder",
         "a text encoder (PerceiverForMaskedLM, PerceiverForImageClassificationLearned): "
@@ -144,27 +101,11 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "encoder",
         "a text encoder (ReformerForMaskedLM): its blocks are not built yet",
     ),
-    "sew-d": (
-        "audio",
-        "SEW's squeeze and upsampling (converter/models/sew.py) around DeBERTa-v2 layers:"
-        " disentangled content-to-position and position-to-content attention over log-"
-        "bucketed relative positions and a convolution after the first layer are not "
-        "built yet",
-    ),
     "shieldgemma2": (
         "vlm",
         "ShieldGemma2ForImageClassification runs the whole Gemma 3 vision-language model "
         "(SigLIP tower, projector, decoder over a policy prompt) and reads the yes/no "
         "token logits; that VLM is not converted",
-    ),
-    "tapas": (
-        "encoder",
-        "table encoder: token_type_ids are [batch, sequence, 7] (segment, column, row, "
-        "previous label, column rank, inverse column rank, numeric relation), each read from "
-        "its own table (type_vocab_sizes), and with reset_position_index_per_cell (the "
-        "default) positions restart in every cell, found by per-cell minima over the column "
-        "and row ids; the 7-wide token-type input and cell-relative positions are not built, "
-        "nor the question-answering head (cell selection and aggregation over cell segments)",
     ),
     "timm_wrapper": (
         "vision",
@@ -189,9 +130,5 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     "whisper": (
         "speech",
         "WhisperForAudioClassification is the encoder of an encoder-decoder speech model: issue 13",
-    ),
-    "yoso": (
-        "encoder",
-        "a text encoder (YosoForMaskedLM): its blocks are not built yet",
     ),
 }

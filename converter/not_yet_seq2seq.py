@@ -66,14 +66,6 @@ SEQ2SEQ_NOT_YET: dict[str, tuple[str, str]] = {
         "speech",
         AUDIO_LM.format("a Nemotron LM behind a FastConformer audio encoder"),
     ),
-    "nllb-moe": (
-        "seq2seq",
-        "M2M-100's layout with top-2 mixture-of-experts feed-forward layers (non-gated ReLU "
-        "experts with biases, every sparse_step-th layer), which transformers 5.24 runs wrongly: "
-        "NllbMoeExperts one-hot-encodes the router's 0/1 top-1 mask as expert ids, so only "
-        "expert_0 (at the second gate) and expert_1 (at the first) ever run, whatever the router "
-        "picks; the routed experts cannot be parity-verified against that reference",
-    ),
     "omniasr": ("speech", AUDIO_LM.format("a Llama-style LM behind a wav2vec2-style encoder")),
     "pop2piano": (
         "speech",

@@ -50,6 +50,7 @@ _DTYPES: dict[str, np.dtype] = {
     "I8": np.dtype(np.int8),
     "U8": np.dtype(np.uint8),
     "BOOL": np.dtype(np.bool_),
+    "C64": np.dtype(np.complex64),  # FNet's stored DFT matrices (never bound)
 }
 _FLOATS = {"F64", "F32", "F16", "BF16"}
 

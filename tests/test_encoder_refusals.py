@@ -35,6 +35,14 @@ REFUSED = [
     ("nystromformer", {"inv_coeff_init_option": True}, "'inv_coeff_init_option' = True is not"),
     ("nystromformer", {"conv_kernel_size": 4}, "'conv_kernel_size' = 4 is not supported"),
     ("nystromformer", {"num_landmarks": 4}, "'num_landmarks' = 4 is not supported"),
+    ("neomme", {"per_layer_config": {"0": {"head_dim": 8}}}, "'per_layer_config' = "),
+    (
+        "neomme",
+        {"rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0}}},
+        "'rope_parameters' = .* full_attention layers run the default rope only",
+    ),
+    ("tapas", {"add_cross_attention": True}, "'add_cross_attention' = True is not supported"),
+    ("tapas", {"type_vocab_sizes": [2, 4]}, "'type_vocab_sizes' = \\[2, 4\\] must list"),
 ]
 
 

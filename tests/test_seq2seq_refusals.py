@@ -20,6 +20,9 @@ REFUSED = [
     ("led", {"attention_window": [4, 8]}, "attention_window"),  # one window per layer
     ("led", {"attention_window": 5}, "attention_window"),
     ("bigbird_pegasus", {"attention_type": "sparse"}, "attention_type"),
+    ("nllb-moe", {"second_expert_policy": "sampling"}, "second_expert_policy"),  # Gumbel noise
+    ("nllb-moe", {"second_expert_policy": "random"}, "second_expert_policy"),
+    ("nllb-moe", {"router_dtype": "bfloat16"}, "router_dtype"),
 ]
 
 

@@ -33,6 +33,13 @@ def test_the_head_in_architectures_picks_the_task(architecture, task):
     assert task_of({"architectures": [architecture]}, BERT, None) == task
 
 
+def test_neomme_s_retrieval_head_converts_as_feature_extraction():
+    neomme = family_for("neomme")
+    assert task_of({"architectures": ["NeoMMEForRetrieval"]}, neomme, None) == (
+        "feature-extraction"
+    )
+
+
 def test_no_architectures_means_the_family_default():
     assert task_of({}, BERT, None) == "feature-extraction"
 

@@ -13,7 +13,7 @@ def activation(op, name: str, x):
         return op.Mul(x, op.Sigmoid(x))
     if name in ("gelu_pytorch_tanh", "gelu_new", "gelu_fast"):
         return op.Gelu(x, approximate="tanh")
-    if name == "gelu":
+    if name in ("gelu", "gelu_python"):  # gelu_python: the same erf form, in Python
         return op.Gelu(x)
     if name == "quick_gelu":  # CLIP's x * sigmoid(1.702 x)
         return op.Mul(x, op.Sigmoid(op.Mul(x, 1.702)))

@@ -238,7 +238,8 @@ class Experts(nn.Module):
 class UngatedExperts(nn.Module):
     """`num_experts` experts without a gate: act(up), then down (Switch Transformers' wi, wo),
     stacked for their form: the kernel's `fc1` [E, I, H] and `fc2` [E, H, I], or the dense
-    form's `up` [E, H, I] and `down` [E, I, H]. The layout's "up" and "down" name them."""
+    form's `up` [E, H, I] and `down` [E, I, H]. The layout's "up" and "down" name them; with
+    `moe.expert_bias` each projection has its bias (`up_bias` [E, I], `down_bias` [E, H])."""
 
     # activations com.microsoft.MoE computes as transformers does (its gelu approximates)
     kernel_activations = ("relu", "silu", "swish")
@@ -255,6 +256,8 @@ class UngatedExperts(nn.Module):
         else:
             self.up = nn.Parameter([experts, hidden, inner], dtype)
             self.down = nn.Parameter([experts, inner, hidden], dtype)
+        self.up_bias = nn.Parameter([experts, inner], dtype) if moe.expert_bias else None
+        self.down_bias = nn.Parameter([experts, hidden], dtype) if moe.expert_bias else None
 
     @property
     def dense_stacks(self) -> tuple:
@@ -266,8 +269,13 @@ class UngatedExperts(nn.Module):
         up = self.layout.weight(prefix, "up", self.shapes["up"])
         down = self.layout.weight(prefix, "down", self.shapes["down"])
         if self.kernel:
-            return {first.name: up, second.name: down}
-        return {first.name: up.then(transposed), second.name: down.then(transposed)}
+            found = {first.name: up, second.name: down}
+        else:
+            found = {first.name: up.then(transposed), second.name: down.then(transposed)}
+        if self.moe.expert_bias:
+            found[self.up_bias.name] = self.layout.bias(prefix, "up", self.shapes["up"][:2])
+            found[self.down_bias.name] = self.layout.bias(prefix, "down", self.shapes["down"][:2])
+        return found
 
     def forward(self, op, flat, routing, normalize: bool = False):
         """As Experts.forward: the kernel's router input, or the dense routing weights."""
@@ -276,15 +284,19 @@ class UngatedExperts(nn.Module):
                 flat,
                 routing,
                 self.fc1,
-                None,
+                self.up_bias,
                 self.fc2,
-                None,
+                self.down_bias,
                 k=self.moe.top_k,
                 normalize_routing_weights=int(normalize),
                 activation_type="silu" if self.act == "swish" else self.act,
                 _domain="com.microsoft",
             )
-        h = activation(op, self.act, op.MatMul(flat, self.up))  # [E, T, I]
-        y = op.MatMul(h, self.down)  # [E, T, H]
+        h = op.MatMul(flat, self.up)  # [E, T, I]
+        if self.up_bias is not None:
+            h = op.Add(h, op.Unsqueeze(self.up_bias, [1]))
+        y = op.MatMul(activation(op, self.act, h), self.down)  # [E, T, H]
+        if self.down_bias is not None:
+            y = op.Add(y, op.Unsqueeze(self.down_bias, [1]))
         per_expert = op.Unsqueeze(op.Transpose(routing, perm=[1, 0]), [2])  # [E, T, 1]
         return op.ReduceSum(op.Mul(y, per_expert), [0], keepdims=0)

@@ -124,13 +124,16 @@ class ModernBertBody(nn.Module):
         return {"skip_norms": 1 if plan.has(SKIP_NORM) else 0}  # the final norm reads a sum
 
     def forward(self, op, inputs: TextInputs):
+        return self.encode(op, inputs, self.embeddings(op, inputs.input_ids))
+
+    def encode(self, op, inputs: TextInputs, x):
+        """The layers and the final norm over the normed embeddings `x`."""
         ids = inputs.input_ids
         kernel = encoder_attention(op, self.ep, inputs.attention_mask, self.dtype)
         length = op.Squeeze(op.Shape(ids, start=1, end=2), [0])
         positions = op.Expand(op.Unsqueeze(op.Range(0, length, 1), [0]), op.Shape(ids))
         rotary = Rotary(self.dtype, positions)
         local = window_bias(op, ids, self.cfg.window, self.dtype) if any(self.cfg.sliding) else None
-        x = self.embeddings(op, ids)
         for layer in self.layers:
             x = layer(op, x, kernel, rotary, local)
         return self.final_norm(op, x), None

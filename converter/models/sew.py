@@ -34,11 +34,11 @@ class SEWRules(AudioRules):
 
 class SEWProjection(nn.Module):
     """SEWModel's own `layer_norm` and (widths differing) `feature_projection`, named in the
-    body's scope."""
+    body's scope; `eps` where the LayerNorm has its own (SEW-D's)."""
 
-    def __init__(self, cfg, dtype: ir.DataType):
+    def __init__(self, cfg, dtype: ir.DataType, eps: float | None = None):
         super().__init__(name="")
-        self.layer_norm = LayerNorm(cfg.conv_dim, cfg.norm_eps, dtype)
+        self.layer_norm = LayerNorm(cfg.conv_dim, cfg.norm_eps if eps is None else eps, dtype)
         projected = cfg.conv_dim != cfg.hidden_size
         self.feature_projection = (
             Linear(cfg.conv_dim, cfg.hidden_size, True, dtype) if projected else None
@@ -70,7 +70,37 @@ class StridedPositionalConv(PositionalConvEmbedding):
         return self.convolve(op, x)
 
 
-class SEWEncoder(SpeechEncoder):
+class Squeezing:
+    """What SEW's encoders do around their layers (a mixin of modules holding `pos_conv_embed`,
+    `upsample`, `squeeze` and `dtype`): squeeze the frames, squeeze the mask, restore the
+    frame rate."""
+
+    def squeeze_frames(self, op, x, mask):
+        """x [batch, frames, hidden] (the frames `mask` drops zeroed), average-pooled plus the
+        strided positional conv: [batch, squeezed frames, hidden]."""
+        channels = op.Transpose(zero_padding(op, x, mask, self.dtype), perm=[0, 2, 1])
+        pooled = op.AveragePool(channels, kernel_shape=[self.squeeze], strides=[self.squeeze])
+        # the strided conv has at least as many frames as the pooling: both keep the pooling's
+        squeezed = op.Shape(pooled, start=2, end=3)
+        positions = op.Slice(self.pos_conv_embed(op, channels), [0], squeezed, [2])
+        return op.Add(op.Transpose(pooled, perm=[0, 2, 1]), op.Transpose(positions, perm=[0, 2, 1]))
+
+    def squeezed_mask(self, op, mask):
+        """A squeezed frame is kept where any of its frames is (max pooling, as transformers)."""
+        if mask is None:
+            return None
+        kept = op.Unsqueeze(op.Cast(mask, to=ir.DataType.FLOAT), [1])
+        pooled = op.MaxPool(kept, kernel_shape=[self.squeeze], strides=[self.squeeze])
+        return op.Cast(op.Squeeze(pooled, [1]), to=ir.DataType.BOOL)
+
+    def restore_frames(self, op, x, frames):
+        """Upsampled back to `frames` (a 1-D shape): zeros past the last whole squeeze."""
+        x = self.upsample(op, x)
+        missing = op.Sub(frames, op.Shape(x, start=1, end=2))
+        return op.Pad(x, op.Concat([0, 0, 0, 0], missing, [0], axis=0))
+
+
+class SEWEncoder(Squeezing, SpeechEncoder):
     def __init__(self, cfg, dtype, ep, weight_norm):
         super().__init__(cfg, dtype, ep, weight_norm)
         self.upsample = Upsampling(cfg, dtype)
@@ -81,29 +111,13 @@ class SEWEncoder(SpeechEncoder):
 
     def forward(self, op, x, mask):
         frames = op.Shape(x, start=1, end=2)
-        channels = op.Transpose(zero_padding(op, x, mask, self.dtype), perm=[0, 2, 1])
-        pooled = op.AveragePool(channels, kernel_shape=[self.squeeze], strides=[self.squeeze])
-        # the strided conv has at least as many frames as the pooling: both keep the pooling's
-        squeezed = op.Shape(pooled, start=2, end=3)
-        positions = op.Slice(self.pos_conv_embed(op, channels), [0], squeezed, [2])
-        x = op.Add(op.Transpose(pooled, perm=[0, 2, 1]), op.Transpose(positions, perm=[0, 2, 1]))
-        x = self.layer_norm(op, x)
+        x = self.layer_norm(op, self.squeeze_frames(op, x, mask))
         kernel = encoder_attention(op, self.ep, self.squeezed_mask(op, mask), self.dtype)
         states = [x]
         for layer in self.layers:
             x = layer(op, x, kernel)
             states.append(x)
-        x = self.upsample(op, x)
-        missing = op.Sub(frames, op.Shape(x, start=1, end=2))
-        return op.Pad(x, op.Concat([0, 0, 0, 0], missing, [0], axis=0)), states
-
-    def squeezed_mask(self, op, mask):
-        """A squeezed frame is kept where any of its frames is (max pooling, as transformers)."""
-        if mask is None:
-            return None
-        kept = op.Unsqueeze(op.Cast(mask, to=ir.DataType.FLOAT), [1])
-        pooled = op.MaxPool(kept, kernel_shape=[self.squeeze], strides=[self.squeeze])
-        return op.Cast(op.Squeeze(pooled, [1]), to=ir.DataType.BOOL)
+        return self.restore_frames(op, x, frames), states
 
 
 class SEWBody(SpeechBody):

@@ -120,12 +120,28 @@ class SwitchRouter(nn.Module):
         return self.classifier(op, flat)
 
 
-class SwitchSparseMLP(SparseMoe):
-    """`router.classifier` and `experts.expert_{i}.wi / wo` (UngatedExperts)."""
+class UngatedRoutedMoe(SparseMoe):
+    """`router.classifier` (float32) over ungated experts (UngatedExperts) under `experts`:
+    what Switch Transformers and NLLB-MoE share; each routes its own way."""
 
     router_name = "router"
     router_cls = SwitchRouter
     experts_cls = UngatedExperts
+
+    def kernel_refused(self, cfg, activation: str) -> str | None:
+        if not self.ep.has(MOE):
+            return f"{self.ep.name} has no MoE kernel"
+        if cfg.activation not in UngatedExperts.kernel_activations:
+            return f"experts activated by {cfg.activation}, which the MoE kernel approximates"
+        return self.ep.moe_unsupported_reason(activation, int4=False)
+
+    def lowering_notes(self, plan) -> list[str]:
+        return self.fallbacks() + super().lowering_notes(plan)
+
+
+class SwitchSparseMLP(UngatedRoutedMoe):
+    """`router.classifier` and `experts.expert_{i}.wi / wo`."""
+
     layout = PerExpert(up="wi", down="wo", expert="expert_{}")
 
     def __init__(self, cfg: Seq2SeqConfig, dtype: ir.DataType, ep: ExecutionProvider):
@@ -140,16 +156,6 @@ class SwitchSparseMLP(SparseMoe):
         )
         super().__init__(ExpertsView(cfg.d_model, cfg.activation, moe), dtype, ep)
         self.capacity, self.dtype = s.capacity, dtype
-
-    def kernel_refused(self, cfg, activation: str) -> str | None:
-        if not self.ep.has(MOE):
-            return f"{self.ep.name} has no MoE kernel"
-        if cfg.activation not in UngatedExperts.kernel_activations:
-            return f"experts activated by {cfg.activation}, which the MoE kernel approximates"
-        return self.ep.moe_unsupported_reason(activation, int4=False)
-
-    def lowering_notes(self, plan) -> list[str]:
-        return self.fallbacks() + super().lowering_notes(plan)
 
     def forward(self, op, x):
         flat = op.Reshape(x, [-1, self.hidden])

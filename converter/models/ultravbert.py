@@ -58,19 +58,22 @@ class UltraVBertConfig:
 
 
 class UltraVBertConnector(nn.Module):
+    normed = True  # RMSNorm after the projection (ModernVBERT's connector has none)
+
     def __init__(self, cfg: UltraVBertConfig, dtype: ir.DataType):
         super().__init__()
         vision, factor = cfg.vision, cfg.pixel_shuffle_factor
         self.side, self.factor = vision.image_size // vision.patch_size, factor
         width = vision.hidden_size * factor**2
         self.modality_projection = Linear(width, cfg.text.hidden_size, False, dtype)
-        self.norm = RMSNorm(cfg.text.hidden_size, cfg.text.norm_eps, dtype)
+        self.norm = RMSNorm(cfg.text.hidden_size, cfg.text.norm_eps, dtype) if self.normed else None
         self.width = width
 
     def forward(self, op, hidden):
         """[images, side², vision width] -> [images * (side / factor)², text width]."""
         tokens = op.Reshape(pixel_shuffle(op, hidden, self.side, self.factor), [-1, self.width])
-        return self.norm(op, self.modality_projection(op, tokens))
+        projected = self.modality_projection(op, tokens)
+        return projected if self.norm is None else self.norm(op, projected)
 
 
 class UltraVBertTextModel(UltrabertBody):
@@ -86,11 +89,13 @@ class UltraVBertTextModel(UltrabertBody):
 class UltraVBertBody(nn.Module):
     """`vision_model`, `connector`, `text_model` (transformers' UltraVBertModel)."""
 
+    connector_cls, text_cls = UltraVBertConnector, UltraVBertTextModel
+
     def __init__(self, cfg: UltraVBertConfig, dtype: ir.DataType, ep, pooled: bool):
         super().__init__()
         self.vision_model = SiglipVisionTransformer(cfg.vision, dtype, ep, pooled=False)
-        self.connector = UltraVBertConnector(cfg, dtype)
-        self.text_model = UltraVBertTextModel(cfg.text, dtype, ep, pooled)
+        self.connector = self.connector_cls(cfg, dtype)
+        self.text_model = self.text_cls(cfg.text, dtype, ep, pooled)
         self.text_model.image_token_id = cfg.image_token_id
         self.vision, self.dtype = cfg.vision, dtype
 
@@ -130,30 +135,35 @@ class UltraVBertModel(BertEncoderModel):
     def word_table(self):
         return self.body.text_model.embed_tokens.weight
 
+    def mlm_logits(self, op, x):
+        if self.lm_head is None:
+            return op.MatMul(x, op.Transpose(self.word_table(), perm=[1, 0]))
+        return self.lm_head(op, x)
+
+    def classify(self, op, x):
+        return self.classifier(op, x)
+
     def forward(self, op, inputs: TextInputs) -> dict:
         hidden, _ = self.body(op, inputs)
         cfg, tokens, task = self.cfg, [BATCH, SEQUENCE], self.task
         if task == "feature-extraction":
             return {"last_hidden_state": (hidden, [*tokens, cfg.text.hidden_size])}
         if task == "fill-mask":
-            x = self.projection_head(op, hidden)
-            if self.lm_head is None:
-                logits = op.MatMul(x, op.Transpose(self.word_table(), perm=[1, 0]))
-            else:
-                logits = self.lm_head(op, x)
+            logits = self.mlm_logits(op, self.projection_head(op, hidden))
             return {"logits": (logits, [*tokens, cfg.vocab_size])}
         if task == "token-classification":
-            return {"logits": (self.classifier(op, hidden), [*tokens, cfg.num_labels])}
+            return {"logits": (self.classify(op, hidden), [*tokens, cfg.num_labels])}
         how, dtype = cfg.classifier_pooling, self.body.dtype
         pooled = pool(op, hidden, inputs.attention_mask, how, dtype)
-        return {"logits": (self.classifier(op, pooled), [BATCH, cfg.num_labels])}
+        return {"logits": (self.classify(op, pooled), [BATCH, cfg.num_labels])}
 
 
 class UltraVBertRules(TwoTowerRules):
     poolings = ("cls", "mean")
 
-    def __init__(self) -> None:
-        super().__init__("ultrabert", "siglip_vision_model", text_rules=UltrabertRules())
+    def __init__(self, text_type: str = "ultrabert", text_rules=None) -> None:
+        text_rules = text_rules or UltrabertRules()
+        super().__init__(text_type, "siglip_vision_model", text_rules=text_rules)
 
     def read(self, r: ConfigReader) -> UltraVBertConfig:
         text = _read_section(r, "text", self.text_type, self.read_text)

@@ -14,6 +14,12 @@ from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, activation
 from converter.components.batch_norm import BATCH_NORM_UNUSED, BatchNorm1d
+from converter.components.conformer import (
+    relative_embeddings,
+    relative_scores,
+    rotary_tables,
+    rotate_heads,
+)
 from converter.components.conv import Conv1d
 from converter.components.encoder_attention import encoder_attention
 from converter.config.audio import MAX_KERNEL, AudioRules
@@ -42,24 +48,11 @@ class ConformerRules(AudioRules):
         }
 
 
-def relative_embeddings(op, frames, size: int):
-    """transformers' sinusoidal embeddings [2 frames - 1, size] of the distances frames - 1
-    down to 1 - frames: sin at even channels, cos at odd ones."""
-    distances = op.Sub(op.Sub(frames, 1), op.Range(0, op.Sub(op.Mul(frames, 2), 1), 1))
-    steps = np.exp(np.arange(0, size, 2, dtype=np.float32) * np.float32(-math.log(10000.0) / size))
-    angles = op.Mul(op.Unsqueeze(op.Cast(distances, to=ir.DataType.FLOAT), [1]), steps.tolist())
-    pairs = op.Concat(op.Unsqueeze(op.Sin(angles), [2]), op.Unsqueeze(op.Cos(angles), [2]), axis=2)
-    return op.Reshape(pairs, [-1, size])
-
-
-def rotary_tables(op, frames, head_dim: int, base: float):
-    """cos and sin [1, frames, 1, head_dim] of each frame's angles (halves repeated)."""
-    exponents = np.arange(0, head_dim, 2, dtype=np.float32) / np.float32(head_dim)
-    inverse = (np.float32(1.0) / np.float32(base) ** exponents).astype(np.float32)
-    frame = op.Unsqueeze(op.Cast(op.Range(0, frames, 1), to=ir.DataType.FLOAT), [1])
-    angles = op.Mul(frame, inverse.tolist())
-    angles = op.Unsqueeze(op.Concat(angles, angles, axis=1), [0, 2])
-    return op.Cos(angles), op.Sin(angles)
+def exponential_frequencies(size: int) -> np.ndarray:
+    """exp(-2i ln(10000) / size): transformers' frequencies of wav2vec2-Conformer's relative
+    embeddings (in float32 they differ from 1 / 10000^(2i / size) by rounding)."""
+    steps = np.arange(0, size, 2, dtype=np.float32) * np.float32(-math.log(10000.0) / size)
+    return np.exp(steps)
 
 
 class ConformerSelfAttention(nn.Module):
@@ -79,7 +72,9 @@ class ConformerSelfAttention(nn.Module):
 
     def forward(self, op, x, kernel, positions):
         """`positions`: (cos, sin) when rotary, the relative embeddings when relative."""
-        query_key = x if self.positions != "rotary" else self.rotate(op, x, *positions)
+        query_key = x
+        if self.positions == "rotary":
+            query_key = rotate_heads(op, x, *positions, self.heads, self.head_dim)
         q, k = self.linear_q(op, query_key), self.linear_k(op, query_key)
         v, bias = self.linear_v(op, x), None
         if self.positions == "relative":
@@ -87,27 +82,10 @@ class ConformerSelfAttention(nn.Module):
             q = op.Add(q, op.Reshape(self.pos_bias_u, [-1]))
         return self.linear_out(op, kernel(op, q, k, v, self.heads, self.head_dim**-0.5, bias))
 
-    def rotate(self, op, x, cos, sin):
-        heads = op.Reshape(x, [0, 0, self.heads, self.head_dim])
-        first, second = op.Split(heads, axis=-1, num_outputs=2, _outputs=2)
-        rotated = op.Concat(op.Neg(second), first, axis=-1)
-        return op.Reshape(op.Add(op.Mul(heads, cos), op.Mul(rotated, sin)), [0, 0, -1])
-
     def relative_scores(self, op, q, embeddings):
-        """Transformer-XL's position scores [batch, heads, frames, frames]: (q + v bias) times
-        the projected embedding of each distance, shifted so (i, j) reads distance i - j."""
-        frames = op.Shape(q, start=1, end=2)
-        per_head = op.Reshape(self.linear_pos(op, embeddings), [0, self.heads, self.head_dim])
-        keys = op.Unsqueeze(op.Transpose(per_head, perm=[1, 2, 0]), [0])
-        queries = op.Transpose(op.Reshape(q, [0, 0, self.heads, self.head_dim]), perm=[0, 2, 1, 3])
-        scores = op.MatMul(op.Add(queries, op.Unsqueeze(self.pos_bias_v, [1])), keys)
-        padded = op.Pad(scores, [0, 0, 0, 1, 0, 0, 0, 0])
-        rows = op.Reshape(padded, op.Concat([0, 0, -1], frames, axis=0))
-        shifted = op.Reshape(
-            op.Slice(rows, [1], [2**62], [2]), op.Concat([0, 0], frames, [-1], axis=0)
-        )
-        kept = op.Slice(shifted, [0], frames, [3])
-        return op.Mul(kept, self.head_dim**-0.5)
+        projected = self.linear_pos(op, embeddings)
+        scores = relative_scores(op, q, projected, self.pos_bias_v, self.heads, self.head_dim)
+        return op.Mul(scores, self.head_dim**-0.5)
 
 
 class ConvolutionModule(nn.Module):
@@ -177,7 +155,8 @@ class ConformerEncoder(nn.Module):
         frames = op.Squeeze(op.Shape(x, start=1, end=2), [0])
         # computed in float32, as transformers does, then in the graph's dtype
         if cfg.extra["positions"] == "relative":
-            return op.Cast(relative_embeddings(op, frames, cfg.hidden_size), to=self.dtype)
+            embeddings = relative_embeddings(op, frames, exponential_frequencies(cfg.hidden_size))
+            return op.Cast(embeddings, to=self.dtype)
         if cfg.extra["positions"] == "rotary":
             tables = rotary_tables(op, frames, cfg.head_dim, cfg.extra["rotary_base"])
             return tuple(op.Cast(table, to=self.dtype) for table in tables)

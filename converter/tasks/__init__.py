@@ -27,6 +27,15 @@ TASKS = {
     ),
     ZERO_SHOT: ZeroShotImageTask(),
     **{name: ImageEncodingTask(name) for name in IMAGE_TASKS},
+    # ImageGPT classifies images its processor gives as colour-cluster token ids
+    "image-classification": PerModality(
+        "image-classification",
+        {
+            "image": ImageEncodingTask("image-classification"),
+            "text": TextEncodingTask("image-classification"),
+        },
+        default="image",
+    ),
     **{name: Seq2SeqTask(name) for name in SEQ2SEQ_TASKS},
     VLM_TASK: VisionLanguageTask(),
 }

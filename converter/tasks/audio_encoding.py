@@ -5,12 +5,16 @@ Inputs:
   input_values    [batch_size, sequence_length] float32 in every dtype (what feature
                   extractors produce; the graph casts it), right-padded with zeros; for
                   spectrogram models (AST) the log-mel spectrogram [batch_size, frames, mel
-                  bins] of the fixed size the processor makes
-  attention_mask  [batch_size, sequence_length] int64, 1 on real samples: only for families
-                  whose processor returns one (layer-norm feature encoders, see
+                  bins] of the fixed size the processor makes; [batch_size, 1,
+                  sequence_length] where the model says `waveform_channels` (OmniASR)
+  input_features  [batch_size, sequence_length, mel bins] float32, in place of input_values
+                  for mel-feature encoders (Parakeet, LASR): frames right-padded with zeros
+  attention_mask  [batch_size, sequence_length] int64, 1 on real samples (or frames): only
+                  for families whose processor returns one (layer-norm feature encoders, see
                   AudioEncoderConfig.uses_attention_mask). Group-norm models (wav2vec2-base)
                   take none, as transformers' pipelines and Optimum's exports feed them: their
-                  padded rows match transformers run without a mask.
+                  padded rows match transformers run without a mask. Named by the model's
+                  `mask_input` where its processor names it otherwise (OmniASR's padding_mask).
 Outputs, over the frames the feature encoder makes of the samples:
   automatic-speech-recognition  logits [batch_size, frames, vocab] (CTC)
   audio-classification          logits [batch_size, num_labels]
@@ -34,7 +38,7 @@ AUDIO_TASKS = ("audio-classification", "automatic-speech-recognition", "feature-
 
 @dataclass
 class AudioInputs:
-    input_values: ir.Value  # float32 [batch, samples]
+    input_values: ir.Value  # float32 [batch, samples] (input_features: [batch, frames, bins])
     attention_mask: ir.Value | None  # int64 [batch, samples]; None: every sample is real
 
 
@@ -46,11 +50,18 @@ class AudioEncodingTask:
         graph = new_graph()
         builder = GraphBuilder(graph)
         spectrogram = getattr(cfg, "spectrogram_shape", None)
+        mel_bins = getattr(cfg, "mel_bins", None)
         samples = [BATCH, SEQUENCE] if spectrogram is None else [BATCH, *spectrogram]
-        input_values = builder.input("input_values", ir.DataType.FLOAT, samples)
+        if getattr(model, "waveform_channels", None):
+            samples = [BATCH, model.waveform_channels, SEQUENCE]
+        name = "input_values"
+        if mel_bins is not None:
+            name, samples = "input_features", [BATCH, SEQUENCE, mel_bins]
+        input_values = builder.input(name, ir.DataType.FLOAT, samples)
         mask = None
         if cfg.uses_attention_mask:
-            mask = builder.input("attention_mask", ir.DataType.INT64, [BATCH, SEQUENCE])
+            name = getattr(model, "mask_input", "attention_mask")
+            mask = builder.input(name, ir.DataType.INT64, [BATCH, SEQUENCE])
         outputs = model(builder.op, AudioInputs(input_values, mask))
         for name, (value, dims) in outputs.items():
             set_float32_output(builder, value, name, dims, dtype)

@@ -72,11 +72,13 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
             ids = rng.integers(min(3, vocab - 1), vocab, size=(BATCH, TOKENS))
             ids[1, KEPT_TOKENS:] = pad
             feeds[item.name] = ids.astype(dtype)
+        elif item.name == "token_type_ids" and len(item.shape) == 3:  # TAPAS's 7 columns
+            feeds[item.name] = _table_types(rng, config).astype(dtype)
         elif item.name == "token_type_ids":
             feeds[item.name] = (np.arange(TOKENS)[None].repeat(BATCH, 0) >= TOKENS // 2).astype(
                 dtype
             )
-        elif item.name == "attention_mask":
+        elif item.name in ("attention_mask", "padding_mask"):  # OmniASR's names its samples'
             names = _names(session)
             length, kept = TOKENS, KEPT_TOKENS
             if "input_values" in names:
@@ -116,9 +118,11 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
             if "attention_mask" in _names(session):
                 features[1, KEPT_FRAMES:] = 0
             feeds[item.name] = features
-        elif item.name == "input_values":
+        elif item.name == "input_values":  # [batch, samples], or OmniASR's [batch, 1, samples]
             values = rng.standard_normal((BATCH, SAMPLES)).astype(dtype)
             values[1, KEPT_SAMPLES:] = 0
+            if len(item.shape) == 3:
+                values = values[:, None]
             feeds[item.name] = values
         else:
             raise ValueError(f"the encoder probe cannot make input {item.name!r}")
@@ -141,6 +145,21 @@ def _image_tokens(feeds: dict[str, np.ndarray], config: dict) -> dict[str, np.nd
             [mask[:, :1], np.ones_like(tokens, mask.dtype), mask[:, 1:]], axis=1
         ),
     }
+
+
+def _table_types(rng: np.random.Generator, config: dict) -> np.ndarray:
+    """TAPAS's token types [batch, tokens, columns]: a question of 4 tokens, then cells of 2
+    tokens (column and row ids from 1), the other columns random in their tables; the second
+    row's padding all zeros."""
+    sizes = config.get("type_vocab_sizes", [3, 256, 256, 2, 256, 256, 10])
+    types = rng.integers(0, np.array(sizes), size=(BATCH, TOKENS, len(sizes)))
+    cells = np.arange(TOKENS) // 2 - 1  # tokens 0-3: the question (cell -1 and 0)
+    table = np.arange(TOKENS) >= 4
+    types[:, :, 0] = table
+    types[:, :, 1] = np.where(table, cells % 2 + 1, 0)
+    types[:, :, 2] = np.where(table, cells // 2, 0)
+    types[1, KEPT_TOKENS:] = 0
+    return types
 
 
 def reference_names(config: dict) -> dict[str, str]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from converter.config import model_type_of
 from converter.registry import families, family_for
+from converter.validate.reference_fixes import corrected
 
 
 class TransformersReference:
@@ -106,7 +107,7 @@ class TransformersEncoder:
         import torch
         import transformers
 
-        auto = getattr(transformers, ENCODER_CLASSES[task])
+        auto = getattr(transformers, _own_head(folder) or ENCODER_CLASSES[task])
         model = auto.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
         return cls(model.eval())
 
@@ -117,6 +118,15 @@ class TransformersEncoder:
                 self.model, role, {k: torch.from_numpy(v) for k, v in feeds.items()}
             )
         return {k: v.float().numpy() for k, v in out.items() if isinstance(v, torch.Tensor)}
+
+
+def _own_head(folder: Path) -> str | None:
+    """The head class config.json names where its family's graph gives that head's outputs
+    beside the task's (`reference_heads`: NeoMME's retrieval outputs with its features)."""
+    config = json.loads((Path(folder) / "config.json").read_text())
+    heads = getattr(family_for(model_type_of(config)).model_class, "reference_heads", ())
+    named = (config.get("architectures") or [None])[0]
+    return named if named in heads else None
 
 
 def model_outputs(model, role: str, tensors: dict) -> dict:
@@ -174,7 +184,7 @@ class TransformersSeq2Seq:
         model = getattr(transformers, auto).from_pretrained(
             folder, dtype=torch.float32, attn_implementation="eager"
         )
-        return cls(model.eval())
+        return cls(corrected(model).eval())
 
     def logits(self, feeds: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
         torch = self.torch

@@ -91,6 +91,19 @@ def layout_inputs(config: dict) -> dict[str, np.ndarray]:
     return {**text_inputs(config), "bbox": np.concatenate([low, high], axis=-1)}
 
 
+def table_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Text inputs and TAPAS's token types [batch, sequence, 7]: three question tokens, then
+    table cells of two tokens or more (column and row ids repeating, so positions restart in
+    every cell), the other columns random in their tables; padding all zeros."""
+    feeds, sizes = text_inputs(config), config["type_vocab_sizes"]
+    types = RNG.integers(0, np.array(sizes), size=(BATCH, LENGTH, len(sizes)))
+    types[:, :, 0] = [0, 0, 0, 1, 1, 1, 1, 1, 1]  # segment: question, then table
+    types[:, :, 1] = [0, 0, 0, 1, 1, 2, 2, 1, 1]  # column
+    types[:, :, 2] = [0, 0, 0, 0, 0, 0, 0, 1, 1]  # row
+    feeds["token_type_ids"] = types * TEXT_MASK[..., None]
+    return feeds
+
+
 def shape_pronunciation_inputs(config: dict) -> dict[str, np.ndarray]:
     """Text inputs and RoCBert's shape and pronunciation ids per token (the pad id where the
     row is padded)."""
@@ -125,10 +138,30 @@ def audio_inputs(config: dict) -> dict[str, np.ndarray]:
     return {"input_values": values, "attention_mask": mask}
 
 
+def channel_audio_inputs(config: dict) -> dict[str, np.ndarray]:
+    """The waveforms of `audio_inputs` as OmniASR's processor gives them: [batch, 1, samples],
+    with the sample mask as `padding_mask`."""
+    feeds = audio_inputs(config)
+    return {"input_values": feeds["input_values"][:, None], "padding_mask": feeds["attention_mask"]}
+
+
 def spectrogram_inputs(config: dict) -> dict[str, np.ndarray]:
     """A batch of two log-mel spectrograms of the config's fixed size."""
     shape = (BATCH, config["max_length"], config["num_mel_bins"])
     return {"input_values": RNG.standard_normal(shape).astype(np.float32)}
+
+
+# mel features: 64 frames, the second row padded with zeros (as the processor pads) after 45
+MEL_FRAMES, MEL_KEPT = 64, 45
+
+
+def mel_inputs(config: dict) -> dict[str, np.ndarray]:
+    """A batch of two mel-feature sequences [batch, frames, bins] (the bins of the encoder's
+    config), the second right-padded with zeros, and their frame mask."""
+    bins = config["encoder_config"]["num_mel_bins"]
+    mask = (np.arange(MEL_FRAMES)[None, :] < np.array([[MEL_FRAMES], [MEL_KEPT]])).astype(np.int64)
+    features = RNG.standard_normal((BATCH, MEL_FRAMES, bins)) * mask[:, :, None]
+    return {"input_features": features.astype(np.float32), "attention_mask": mask}
 
 
 def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
@@ -143,12 +176,16 @@ def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.n
         "text+global",
         "text+image",
         "text+tiles",
+        "table",
     ):
         return TEXT_MASK
-    if "attention_mask" not in feeds:
+    mask = feeds.get("attention_mask", feeds.get("padding_mask"))
+    if mask is None:
         return None
-    samples = torch.from_numpy(feeds["attention_mask"].sum(-1))
-    lengths = reference._get_feat_extract_output_lengths(samples)
+    samples = torch.from_numpy(mask.sum(-1))
+    # OmniASR names the feature encoder's lengths its own way
+    conv_lengths = getattr(reference, "_get_feat_extract_output_lengths", None)
+    lengths = (conv_lengths or reference._get_subsampling_output_length)(samples)
     frames = int(lengths.max())
     return (np.arange(frames)[None, :] < lengths.numpy()[:, None]).astype(np.int64)
 
@@ -205,10 +242,13 @@ INPUTS = {
     "text": text_inputs,
     "image": image_inputs,
     "layout": layout_inputs,
+    "table": table_inputs,
     "shape+pronunciation": shape_pronunciation_inputs,
     "text+global": global_text_inputs,
     "audio": audio_inputs,
+    "audio+channel": channel_audio_inputs,
     "spectrogram": spectrogram_inputs,
+    "mel": mel_inputs,
     "text+image": text_image_inputs,
     "text+tiles": text_tile_inputs,
 }

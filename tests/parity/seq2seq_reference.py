@@ -8,6 +8,7 @@ import numpy as np
 import torch
 import transformers
 
+from converter.validate.reference_fixes import corrected
 from tests.parity.seq2seq_cases import Seq2SeqCase
 
 BATCH, SOURCE, TARGET = 2, 9, 6
@@ -35,7 +36,7 @@ def make_seq2seq(case_id: str, case: Seq2SeqCase, folder: Path):
     loaded = getattr(transformers, case.model_class).from_pretrained(
         folder, attn_implementation="eager"
     )
-    return loaded.eval()
+    return corrected(loaded).eval()
 
 
 def case_rng(case_id: str) -> np.random.Generator:
