@@ -65,14 +65,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "neighbours at a dilation, with a relative bias) is not built; transformers "
         "itself needs the natten kernels to run it",
     ),
-    "funnel": (
-        "encoder",
-        "Funnel Transformer's blocks are not built: the sequence is mean-pooled (stride "
-        "2) between blocks (optionally keeping the CLS token apart, separate_cls, "
-        "truncate_seq), attention is relative with per-block sinusoidal position "
-        "encodings (factorized or relative_shift, plus token-type biases), and full-"
-        "length heads need its decoder that upsamples and adds the first block's output",
-    ),
     "granite_speech5_ctc": (
         "audio",
         "a mel-feature Conformer whose attention runs block-wise (context_size chunks) "

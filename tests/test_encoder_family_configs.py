@@ -55,6 +55,9 @@ REFUSED = [
     ("gte", {"rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}}, "partial"),
     ("longformer", {"attention_window": 5}, "attention_window"),
     ("longformer", {"attention_window": [4, 4], "num_hidden_layers": 3}, "attention_window"),
+    ("funnel", {"truncate_seq": False}, "truncate_seq"),
+    ("funnel", {"attention_type": "absolute"}, "attention_type"),
+    ("funnel", {"block_sizes": [2, 2], "block_repeats": [1]}, "block_repeats"),
 ]
 
 
