@@ -51,14 +51,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "not; the family's real head, CLIPSegForImageSegmentation (a FiLM-conditioned "
         "decoder over extracted layers), is image segmentation: not built yet",
     ),
-    "convbert": (
-        "encoder",
-        "ConvBERT's mixed attention is not built: beside head_ratio-reduced attention "
-        "heads, span-based dynamic convolution heads generate a conv_kernel_size kernel "
-        "per token (conv_kernel_layer from a SeparableConv1D key) and apply it by "
-        "unfolding the sequence, and its feed-forward layers are grouped linears "
-        "(num_groups)",
-    ),
     "dinat": (
         "vision",
         "DiNAT's dilated neighborhood attention (each token attends to its k x k "
