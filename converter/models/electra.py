@@ -53,9 +53,10 @@ class ElectraModel(RobertaModel):
             return super().make_head(cfg, dtype, task, tensors)
         if "generator_predictions.dense.weight" not in tensors:
             raise ConfigError(
-                "this ELECTRA checkpoint has no generator head (generator_predictions): a "
-                "discriminator (ElectraForPreTraining) scores each token as original or replaced "
-                "and has no fill-mask head; convert it with --task feature-extraction"
+                f"this {cfg.model_type} checkpoint has no generator head "
+                "(generator_predictions): an ELECTRA-style discriminator scores each token as "
+                "original or replaced and has no fill-mask head; convert it with --task "
+                "feature-extraction"
             )
         self.generator_predictions = GeneratorPredictions(cfg, dtype)
         vocab = cfg.vocab_size
