@@ -38,7 +38,9 @@ class AlignVisionConfig:
 class AlignRules(TwoTowerRules):
     def __init__(self) -> None:
         super().__init__(
-            "align_text_model", "align_vision_model", text_rules=EncoderRules(token_type_input=False)
+            "align_text_model",
+            "align_vision_model",
+            text_rules=EncoderRules(token_type_input=False),
         )
 
     def read(self, r):

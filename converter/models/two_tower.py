@@ -129,9 +129,7 @@ class TwoTowerModel(nn.Module):
             }
         image_embeds = _normalized(op, self.image_features(op, image)[1])
         text_embeds = _normalized(op, self.text_features(op, text)[1])
-        logits = self.scaled(
-            op, op.MatMul(text_embeds, op.Transpose(image_embeds, perm=[1, 0]))
-        )
+        logits = self.scaled(op, op.MatMul(text_embeds, op.Transpose(image_embeds, perm=[1, 0])))
         return {
             "logits_per_image": (op.Transpose(logits, perm=[1, 0]), [IMAGE_BATCH, TEXT_BATCH]),
             "logits_per_text": (logits, [TEXT_BATCH, IMAGE_BATCH]),
