@@ -11,13 +11,6 @@ SEQ2SEQ_MASKED_LM = (
 )
 
 ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
-    "align": (
-        "multimodal",
-        "AlignModel's vision tower is an EfficientNet (depthwise-separable convolutions, "
-        "squeeze-and-excitation, BatchNorm blocks), which has no blocks here yet; its "
-        "BERT text tower and temperature-scaled similarities would reuse the two-tower "
-        "model",
-    ),
     "bart": ("seq2seq", SEQ2SEQ_MASKED_LM.format("Bart")),
     "big_bird": (
         "encoder",

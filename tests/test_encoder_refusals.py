@@ -26,6 +26,7 @@ REFUSED = [
     ("bit", {"layer_type": "resnet"}, "'layer_type' = 'resnet' is not supported"),
     ("cvt", {"qkv_projection_method": ["avg", "avg"]}, "'qkv_projection_method' = "),
     ("cvt", {"cls_token": [True, True]}, "'cls_token' = \\[True, True\\] is not supported"),
+    ("align", {"projection_dim": 64}, "'projection_dim' = 64 differs .* 80 channels"),
     ("efficientnet", {"hidden_dim": 999}, "'hidden_dim' = 999 differs"),
     ("efficientnet", {"pooling_type": "sum"}, "'pooling_type' = 'sum' is not supported"),
     ("levit", {"image_size": None}, "'image_size' is missing"),

@@ -162,29 +162,38 @@ class Block(nn.Module):
 
 
 class Encoder(nn.Module):
-    def __init__(self, cfg, dtype):
+    """The blocks, then (`top`) a 1x1 conv to hidden_size with BatchNorm and activation."""
+
+    def __init__(self, cfg, dtype, top: bool = True):
         super().__init__()
         extra = cfg.extra
         specs = blocks(extra)
         self.blocks = nn.ModuleList([Block(extra, dtype, spec) for spec in specs])
-        self.top_conv = Conv2d(specs[-1][1], cfg.hidden_size, 1, dtype, bias=False)
-        self.top_bn = BatchNorm2d(cfg.hidden_size, dtype, extra["eps"])
+        self.top_conv = self.top_bn = None
+        if top:
+            self.top_conv = Conv2d(specs[-1][1], cfg.hidden_size, 1, dtype, bias=False)
+            self.top_bn = BatchNorm2d(cfg.hidden_size, dtype, extra["eps"])
         self.act = extra["hidden_act"]
 
     def forward(self, op, x):
         for block in self.blocks:
             x = block(op, x)
+        if self.top_conv is None:
+            return x
         return activation(op, self.act, self.top_bn(op, self.top_conv(op, x)))
 
 
 class EfficientNetBody(ConvNetBody):
     """The pooler is transformers' AvgPool2d (MaxPool2d) with a `hidden_dim`-wide window and
-    ceil_mode: over any map it can take, the mean (max) of the whole map."""
+    ceil_mode: over any map it can take, the mean (max) of the whole map. `top` False: no
+    top conv (ALIGN's tower ends at its last block)."""
+
+    top = True
 
     def __init__(self, cfg, dtype, ep, pooled: bool):
         super().__init__(cfg, dtype, ep, pooled)
         self.embeddings = Embeddings(cfg, dtype)
-        self.encoder = Encoder(cfg, dtype)
+        self.encoder = Encoder(cfg, dtype, self.top)
 
     def forward(self, op, pixel_values) -> Features:
         hidden = self.encoder(op, self.embeddings(op, pixel_values))

@@ -56,13 +56,22 @@ class TwoTowerModel(nn.Module):
             return
         if part != "vision":
             self.text_model = self.text_cls(cfg.text, dtype, ep)
-            self.text_projection = self._projection(self.text_model.width, dtype)
+            self.text_projection = self.projection("text", self.text_model.width, dtype)
         if part != "text":
             self.vision_model = self.make_vision(cfg, dtype, ep, tensors, pooled=True)
-            self.visual_projection = self._projection(self.vision_model.width, dtype)
+            self.visual_projection = self.projection("vision", self.vision_model.width, dtype)
         if part == "both":
-            self.logit_scale = nn.Parameter(list(self.scale_shape), dtype)
-            self.logit_bias = nn.Parameter(list(self.scale_shape), dtype) if self.biased else None
+            self.make_scale(dtype)
+
+    def make_scale(self, dtype):
+        """The parameters that scale the similarities into logits (see `scaled`)."""
+        self.logit_scale = nn.Parameter(list(self.scale_shape), dtype)
+        self.logit_bias = nn.Parameter(list(self.scale_shape), dtype) if self.biased else None
+
+    def scaled(self, op, similarities):
+        """The cosine similarities times exp(logit_scale) (plus logit_bias)."""
+        logits = op.Mul(similarities, op.Exp(self.logit_scale))
+        return logits if self.logit_bias is None else op.Add(logits, self.logit_bias)
 
     def make_vision(self, cfg: TwoTowerConfig, dtype, ep, tensors: frozenset[str], pooled: bool):
         """The vision tower (`pooled` False: without what pools it, for the classifier)."""
@@ -72,9 +81,14 @@ class TwoTowerModel(nn.Module):
         """The image size the classifier's graph takes (its positions are built for it)."""
         return self.cfg.vision.image_size, self.cfg.vision.image_size
 
-    def _projection(self, width: int, dtype: ir.DataType) -> Linear | None:
+    def projection(self, tower: str, width: int, dtype: ir.DataType) -> Linear | None:
+        """The projection of the "text" or "vision" tower's pooled features into one space."""
         dim = self.cfg.projection_dim
         return None if dim is None else Linear(width, dim, False, dtype)
+
+    def image_hidden_dims(self) -> list:
+        """The dims of the vision tower's last_hidden_state: [images, tokens, width]."""
+        return [IMAGE_BATCH, self.vision_model.tokens, self.vision_model.width]
 
     def part(self, which: str) -> TwoTowerModel:
         """A fresh module for one graph: "both", "text" or "vision"."""
@@ -109,19 +123,13 @@ class TwoTowerModel(nn.Module):
             }
         if text is None:
             hidden, features = self.image_features(op, image)
-            tokens = self.vision_model.tokens
             return {
                 self.feature_names[1]: (features, [IMAGE_BATCH, self.embed_dim]),
-                "last_hidden_state": (hidden, [IMAGE_BATCH, tokens, self.vision_model.width]),
+                "last_hidden_state": (hidden, self.image_hidden_dims()),
             }
         image_embeds = _normalized(op, self.image_features(op, image)[1])
         text_embeds = _normalized(op, self.text_features(op, text)[1])
-        logits = op.Mul(
-            op.MatMul(text_embeds, op.Transpose(image_embeds, perm=[1, 0])),
-            op.Exp(self.logit_scale),
-        )
-        if self.logit_bias is not None:
-            logits = op.Add(logits, self.logit_bias)
+        logits = self.scaled(op, op.MatMul(text_embeds, op.Transpose(image_embeds, perm=[1, 0])))
         return {
             "logits_per_image": (op.Transpose(logits, perm=[1, 0]), [IMAGE_BATCH, TEXT_BATCH]),
             "logits_per_text": (logits, [TEXT_BATCH, IMAGE_BATCH]),

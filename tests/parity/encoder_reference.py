@@ -208,11 +208,12 @@ def text_image_inputs(config: dict) -> dict[str, np.ndarray]:
         ids = np.where(feeds["input_ids"] == eos, 3, feeds["input_ids"])
         ids[np.arange(BATCH), TEXT_MASK.sum(1) - 1] = eos
         feeds["input_ids"] = ids
-    channels, patch = vision.get("num_channels", 3), vision["patch_size"]
+    channels = vision.get("num_channels", 3)
     if "num_patches" not in vision:
         size = vision["image_size"]
         feeds["pixel_values"] = RNG.standard_normal((IMAGES, channels, size, size), np.float32)
         return feeds
+    patch = vision["patch_size"]
     mask = np.arange(NAFLEX_PATCHES)[None, :] < NAFLEX_SHAPES.prod(1)[:, None]
     pixels = RNG.standard_normal((IMAGES, NAFLEX_PATCHES, channels * patch * patch), np.float32)
     feeds["pixel_values"] = pixels * mask[..., None]  # padding patches are zeros
