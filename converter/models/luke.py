@@ -18,6 +18,7 @@ from onnxscript import nn
 from converter.components import LayerNorm, Linear
 from converter.components.encoder_attention import encoder_attention
 from converter.config.encoder import EncoderConfig
+from converter.execution_providers import SKIP_NORM
 from converter.models.encoder import (
     BertAttention,
     BertBody,
@@ -29,7 +30,6 @@ from converter.models.encoder import (
     Table,
 )
 from converter.models.roberta import RobertaLMHead, RobertaModel, TiedRules, roberta_unused
-from converter.execution_providers import SKIP_NORM
 from converter.registry import Family
 from converter.tasks.encoding import BATCH
 
