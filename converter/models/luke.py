@@ -22,7 +22,6 @@ from converter.execution_providers import SKIP_NORM
 from converter.models.encoder import (
     BertAttention,
     BertBody,
-    BertEmbeddings,
     BertEncoder,
     BertLayer,
     BertSelfAttention,
@@ -155,8 +154,6 @@ class LukeEntityEmbeddings(nn.Module):
 
 class LukeBody(BertBody):
     """Words and entities embedded apart, one joint sequence through the layers, split again."""
-
-    embeddings_cls = BertEmbeddings
 
     def __init__(self, cfg: EncoderConfig, dtype: ir.DataType, ep, pooled):
         if cfg.extra["entity_aware"]:
