@@ -62,15 +62,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "across stages, attention within (then across) units with query max-pooling at "
         "stage transitions, and the reroll back to a spatial map",
     ),
-    "luke": (
-        "encoder",
-        "entity-aware: beside the words LUKE reads a second sequence of entities "
-        "(entity_ids, entity_attention_mask, entity_token_type_ids and entity_position_ids "
-        "[batch, entities, max_mention_length], whose embeddings average the mentioned word "
-        "positions), attends with separate word-to-entity, entity-to-word and entity-to-entity "
-        "queries, and predicts entities too (entity_logits); no runtime contract names those "
-        "inputs, and a words-only graph would leave the entity vocabulary and heads unread",
-    ),
     "mbart": ("seq2seq", SEQ2SEQ_MASKED_LM.format("MBart")),
     "mra": (
         "encoder",

@@ -66,3 +66,13 @@ def test_a_package_of_other_weights_fails(checkpoints, tmp_path):
     report = validate(package.save(tmp_path / "pkg", progress=False), source=other)
     assert report.status == "failed"
     assert any("max_abs_diff" in failure for failure in report.failures)
+
+
+def test_an_entity_encoder_passes_against_transformers(tmp_path):
+    """LUKE's graph reads entities beside the words: the probe makes them too."""
+    config = transformers.LukeConfig(**TINY, entity_vocab_size=16, entity_emb_size=32)
+    torch.manual_seed(0)
+    transformers.LukeForMaskedLM(config).save_pretrained(tmp_path / "hf")
+    package = build(str(tmp_path / "hf"), progress=False)
+    report = validate(package.save(tmp_path / "pkg", progress=False))
+    assert report.status == "passed", report.failures

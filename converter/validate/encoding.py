@@ -57,9 +57,9 @@ def probe(package: Path, provider: str, reference, report: ValidationReport, ste
 def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.ndarray]:
     """A fixed batch for the graph's inputs: token ids from the vocabulary (the second row
     padded), token types 0 then 1, RoCBert's shape and pronunciation ids from their
-    vocabularies, global attention on the first token, boxes (x0 <= x1, y0 <= y1) on the 2-D
-    position grid, pixels or samples of the graph's (or the config's) size, or NaFlex patches
-    with their mask and grid shapes."""
+    vocabularies, global attention on the first token, LUKE's entities, boxes (x0 <= x1,
+    y0 <= y1) on the 2-D position grid, pixels or samples of the graph's (or the config's)
+    size, or NaFlex patches with their mask and grid shapes."""
     rng = np.random.default_rng(0)
     text = config.get("text_config") or config
     # FSMT names its source (encoder) vocabulary src_vocab_size
@@ -97,6 +97,8 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
             corners = rng.integers(0, grid, size=(BATCH, TOKENS, 2, 2))
             boxes = np.concatenate([corners.min(axis=2), corners.max(axis=2)], axis=-1)
             feeds[item.name] = boxes.astype(dtype)
+        elif item.name.startswith("entity_"):  # LUKE's entities, made together
+            feeds.update({} if item.name in feeds else _entities(rng, config))
         elif item.name in ("input_shape_ids", "input_pronunciation_ids"):  # RoCBert's side ids
             side = item.name.split("_")[1]
             ids = rng.integers(0, config.get(f"{side}_vocab_size", 2), size=(BATCH, TOKENS))
@@ -129,6 +131,20 @@ def probe_inputs(session: ort.InferenceSession, config: dict) -> dict[str, np.nd
     if "input_ids" in feeds and feeds.get("pixel_values", np.empty(0)).ndim == 5:
         feeds.update(_image_tokens(feeds, config))
     return feeds
+
+
+def _entities(rng, config: dict) -> dict[str, np.ndarray]:
+    """LUKE's entity inputs: two entities a row from the entity vocabulary, mentioning one and
+    two of the row's kept words (-1 pads a mention), token type 0."""
+    ids = rng.integers(1, config.get("entity_vocab_size", 2), size=(BATCH, 2))
+    positions = np.array([[[1, -1], [KEPT_TOKENS - 3, KEPT_TOKENS - 2]]] * BATCH)
+    ones = np.ones((BATCH, 2), np.int64)
+    return {
+        "entity_ids": ids,
+        "entity_attention_mask": ones,
+        "entity_token_type_ids": ones * 0,
+        "entity_position_ids": positions,
+    }
 
 
 def _image_tokens(feeds: dict[str, np.ndarray], config: dict) -> dict[str, np.ndarray]:

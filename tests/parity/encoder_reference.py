@@ -126,6 +126,25 @@ def global_text_inputs(config: dict) -> dict[str, np.ndarray]:
     return {**feeds, "attention_mask": mask, "global_attention_mask": globals_}
 
 
+def entity_text_inputs(config: dict) -> dict[str, np.ndarray]:
+    """Text inputs and three entities per row (LUKE): each mentions one or two of the row's
+    kept words (-1 padding the mention), types 0 then 1; the second row's last entity is
+    padding (id 0, no mention, masked)."""
+    feeds, entities = text_inputs(config), 3
+    ids = RNG.integers(1, config["entity_vocab_size"], size=(BATCH, entities))
+    mask = np.array([[1, 1, 1], [1, 1, 0]])
+    starts = np.array([[1, 3, 6], [0, 2, 0]])
+    second = np.array([[2, -1, 7], [-1, 3, -1]])
+    positions = np.where(mask[..., None] == 1, np.stack([starts, second], axis=-1), -1)
+    return {
+        **feeds,
+        "entity_ids": ids * mask,
+        "entity_attention_mask": mask,
+        "entity_token_type_ids": np.array([[0, 1, 1], [0, 1, 0]]),
+        "entity_position_ids": positions,
+    }
+
+
 # waveforms: 400 samples, the second row padded with zeros after 250 (several strides of a
 # case's feature encoder)
 SAMPLES, AUDIO_KEPT = 400, 250
@@ -174,6 +193,7 @@ def kept_positions(reference, inputs: str, feeds: dict[str, np.ndarray]) -> np.n
         "layout",
         "shape+pronunciation",
         "text+global",
+        "text+entities",
         "text+image",
         "text+tiles",
         "table",
@@ -246,6 +266,7 @@ INPUTS = {
     "table": table_inputs,
     "shape+pronunciation": shape_pronunciation_inputs,
     "text+global": global_text_inputs,
+    "text+entities": entity_text_inputs,
     "audio": audio_inputs,
     "audio+channel": channel_audio_inputs,
     "spectrogram": spectrogram_inputs,
