@@ -1,0 +1,80 @@
+"""W2vBertConfig: the normalized view of a wav2vec2-BERT config.json (Conformer layers over
+stacked mel features, Shaw relative-key attention), and the rules that read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from converter.config.encoder import _num_labels
+from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_VOCAB, ConfigReader
+from converter.errors import ConfigError
+
+MAX_KERNEL = 1 << 12
+
+
+@dataclass(frozen=True)
+class W2vBertConfig:
+    model_type: str
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    head_dim: int
+    norm_eps: float
+    activation: str  # of the feed-forwards and the convolution module
+    mel_bins: int  # input_features [batch, frames, mel_bins] (stacked mel frames)
+    depthwise_kernel: int  # the convolution module's causal depthwise conv
+    left_positions: int  # distances clamped to [-left_positions, right_positions]
+    right_positions: int
+    vocab_size: int  # rows of the CTC head (0: the config states none)
+    num_labels: int
+    classifier_proj_size: int
+    use_weighted_layer_sum: bool
+    uses_attention_mask: bool = True  # the processor always returns one
+
+    @property
+    def conv_dim(self) -> int:
+        """Features into the projection (FeatureProjection's name for them)."""
+        return self.mel_bins
+
+
+class W2vBertRules:
+    def select(self, raw):
+        return raw
+
+    def read(self, r: ConfigReader) -> W2vBertConfig:
+        hidden = r.int("hidden_size")
+        heads = r.int("num_attention_heads")
+        if hidden % heads:
+            raise ConfigError(
+                f"'hidden_size' = {hidden} is not divisible by 'num_attention_heads' = {heads}"
+            )
+        if r.get("position_embeddings_type") != "relative_key":
+            r.refuse("position_embeddings_type", "only Shaw's 'relative_key' distances are built")
+        if r.bool("add_adapter", False):
+            r.refuse("add_adapter", "the convolutional adapter after the encoder is not built")
+        if r.bool("use_intermediate_ffn_before_adapter", False):
+            r.refuse(
+                "use_intermediate_ffn_before_adapter", "the adapter's feed-forward is not built"
+            )
+        kernel = r.int("conv_depthwise_kernel_size", hi=MAX_KERNEL)
+        if kernel % 2 == 0:
+            r.refuse("conv_depthwise_kernel_size", "transformers requires an odd kernel")
+        return W2vBertConfig(
+            model_type=r.model_type,
+            hidden_size=hidden,
+            intermediate_size=r.int("intermediate_size", hi=MAX_DIM * 4),
+            num_hidden_layers=r.int("num_hidden_layers", hi=MAX_LAYERS),
+            num_attention_heads=heads,
+            head_dim=hidden // heads,
+            norm_eps=r.float("layer_norm_eps", default=1e-5),
+            activation=r.str("hidden_act", default="swish"),
+            mel_bins=r.int("feature_projection_input_dim"),
+            depthwise_kernel=kernel,
+            left_positions=r.int("left_max_position_embeddings", lo=0),
+            right_positions=r.int("right_max_position_embeddings", lo=0),
+            vocab_size=r.int("vocab_size", hi=MAX_VOCAB) if r.has("vocab_size") else 0,
+            num_labels=_num_labels(r),
+            classifier_proj_size=r.int("classifier_proj_size", default=768),
+            use_weighted_layer_sum=r.bool("use_weighted_layer_sum", False),
+        )
