@@ -13,6 +13,18 @@ MAX_KERNEL = 1 << 12
 
 
 @dataclass(frozen=True)
+class Adapter:
+    """Layers each halving (`stride`) the frames with strided convs, then attention and a
+    feed-forward at `hidden_size` (projected to it first where it differs)."""
+
+    hidden_size: int
+    layers: int
+    kernel: int
+    stride: int
+    activation: str  # of its feed-forwards
+
+
+@dataclass(frozen=True)
 class W2vBertConfig:
     model_type: str
     hidden_size: int
@@ -30,12 +42,20 @@ class W2vBertConfig:
     num_labels: int
     classifier_proj_size: int
     use_weighted_layer_sum: bool
+    # hidden + ffn(hidden) / 2 after the encoder, its feed-forward in ReLU
+    intermediate_ffn: bool
+    adapter: Adapter | None  # the convolutional adapter after the encoder (add_adapter)
     uses_attention_mask: bool = True  # the processor always returns one
 
     @property
     def conv_dim(self) -> int:
         """Features into the projection (FeatureProjection's name for them)."""
         return self.mel_bins
+
+    @property
+    def output_size(self) -> int:
+        """Width of the hidden states the heads read."""
+        return self.hidden_size if self.adapter is None else self.adapter.hidden_size
 
 
 class W2vBertRules:
@@ -51,12 +71,6 @@ class W2vBertRules:
             )
         if r.get("position_embeddings_type") != "relative_key":
             r.refuse("position_embeddings_type", "only Shaw's 'relative_key' distances are built")
-        if r.bool("add_adapter", False):
-            r.refuse("add_adapter", "the convolutional adapter after the encoder is not built")
-        if r.bool("use_intermediate_ffn_before_adapter", False):
-            r.refuse(
-                "use_intermediate_ffn_before_adapter", "the adapter's feed-forward is not built"
-            )
         kernel = r.int("conv_depthwise_kernel_size", hi=MAX_KERNEL)
         if kernel % 2 == 0:
             r.refuse("conv_depthwise_kernel_size", "transformers requires an odd kernel")
@@ -77,4 +91,28 @@ class W2vBertRules:
             num_labels=_num_labels(r),
             classifier_proj_size=r.int("classifier_proj_size", default=768),
             use_weighted_layer_sum=r.bool("use_weighted_layer_sum", False),
+            intermediate_ffn=r.bool("use_intermediate_ffn_before_adapter", False),
+            adapter=_adapter(r, hidden, heads) if r.bool("add_adapter", False) else None,
         )
+
+
+def _adapter(r: ConfigReader, hidden: int, heads: int) -> Adapter:
+    size = r.int("output_hidden_size", default=hidden)
+    if size % heads:
+        raise ConfigError(
+            f"'output_hidden_size' = {size} is not divisible by 'num_attention_heads' = {heads}"
+        )
+    kernel, stride = r.int("adapter_kernel_size", hi=MAX_KERNEL), r.int("adapter_stride")
+    if kernel // 2 != stride // 2:
+        # transformers pads the convs by stride // 2 but counts the frames padded by kernel // 2
+        raise ConfigError(
+            f"'adapter_kernel_size' = {kernel} and 'adapter_stride' = {stride}: the convs' "
+            "padding (stride // 2) differs from the one their frame counts assume (kernel // 2)"
+        )
+    return Adapter(
+        hidden_size=size,
+        layers=r.int("num_adapter_layers", hi=MAX_LAYERS),
+        kernel=kernel,
+        stride=stride,
+        activation=r.str("adapter_act"),
+    )

@@ -3,7 +3,9 @@ normalised and projected to the hidden size, then Conformer layers: a half-step 
 self-attention with Shaw's relative-key distances (each query's dot product with a learned
 embedding of the clamped distance to each key, added to the scores), a convolution module (a
 causal depthwise conv over the masked frames, a LayerNorm in place of BatchNorm), a second
-half-step feed-forward and a LayerNorm. The heads are wav2vec2's (models/speech_encoder.py)."""
+half-step feed-forward and a LayerNorm. CTC fine-tunes may add a feed-forward and a
+convolutional adapter (strided GLU convs subsampling the frames, attention, a feed-forward)
+after the encoder. The heads are wav2vec2's (models/speech_encoder.py)."""
 
 from __future__ import annotations
 
@@ -11,14 +13,18 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, activation
+from converter.components.conformer import frame_mask, subsampled_lengths
 from converter.components.conv import Conv1d
 from converter.components.embedding import Embedding
 from converter.components.encoder_attention import encoder_attention
-from converter.config.wav2vec2_bert import W2vBertConfig, W2vBertRules
+from converter.config.wav2vec2_bert import Adapter, W2vBertConfig, W2vBertRules
+from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
-from converter.models.speech_encoder import FeedForward, SpeechEncoderModel
+from converter.models.speech_encoder import SpeechEncoderModel
 from converter.models.speech_features import FeatureProjection, zero_padding
 from converter.registry import Family
+from converter.tasks.audio_encoding import FRAMES
+from converter.tasks.encoding import BATCH
 
 
 def clamped_distances(op, frames, left: int, right: int):
@@ -31,20 +37,30 @@ def clamped_distances(op, frames, left: int, right: int):
     )
 
 
-class RelativeKeyAttention(nn.Module):
-    """Scores q.k + q.e(j - i), both scaled by 1 / sqrt(head_dim): the second rides on the
-    kernel's additive bias [batch, heads, frames, frames]."""
+class SelfAttention(nn.Module):
+    """Plain multi-head attention at `size` (the adapter's)."""
 
-    def __init__(self, cfg: W2vBertConfig, dtype: ir.DataType):
+    def __init__(self, size: int, heads: int, dtype: ir.DataType):
         super().__init__()
-        size = cfg.hidden_size
         self.linear_q = Linear(size, size, True, dtype)
         self.linear_k = Linear(size, size, True, dtype)
         self.linear_v = Linear(size, size, True, dtype)
         self.linear_out = Linear(size, size, True, dtype)
+        self.heads, self.head_dim = heads, size // heads
+
+    def forward(self, op, x, kernel):
+        q, k, v = self.linear_q(op, x), self.linear_k(op, x), self.linear_v(op, x)
+        return self.linear_out(op, kernel(op, q, k, v, self.heads, self.head_dim**-0.5))
+
+
+class RelativeKeyAttention(SelfAttention):
+    """Scores q.k + q.e(j - i), both scaled by 1 / sqrt(head_dim): the second rides on the
+    kernel's additive bias [batch, heads, frames, frames]."""
+
+    def __init__(self, cfg: W2vBertConfig, dtype: ir.DataType):
+        super().__init__(cfg.hidden_size, cfg.num_attention_heads, dtype)
         positions = cfg.left_positions + cfg.right_positions + 1
         self.distance_embedding = Embedding(positions, cfg.head_dim, dtype)
-        self.heads, self.head_dim = cfg.num_attention_heads, cfg.head_dim
 
     def forward(self, op, x, kernel, distances):
         q, k, v = self.linear_q(op, x), self.linear_k(op, x), self.linear_v(op, x)
@@ -59,6 +75,17 @@ class RelativeKeyAttention(nn.Module):
         scores = op.Transpose(scores, perm=[1, 2, 0, 3])
         bias = op.Mul(scores, scale)
         return self.linear_out(op, kernel(op, q, k, v, self.heads, scale, bias))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, size: int, intermediate: int, act: str, dtype: ir.DataType):
+        super().__init__()
+        self.intermediate_dense = Linear(size, intermediate, True, dtype)
+        self.output_dense = Linear(intermediate, size, True, dtype)
+        self.act = act
+
+    def forward(self, op, x):
+        return self.output_dense(op, activation(op, self.act, self.intermediate_dense(op, x)))
 
 
 class CausalConvolutionModule(nn.Module):
@@ -93,12 +120,12 @@ class W2vBertLayer(nn.Module):
         super().__init__()
         size, eps = cfg.hidden_size, cfg.norm_eps
         self.ffn1_layer_norm = LayerNorm(size, eps, dtype)
-        self.ffn1 = FeedForward(cfg, dtype)
+        self.ffn1 = FeedForward(size, cfg.intermediate_size, cfg.activation, dtype)
         self.self_attn_layer_norm = LayerNorm(size, eps, dtype)
         self.self_attn = RelativeKeyAttention(cfg, dtype)
         self.conv_module = CausalConvolutionModule(cfg, dtype)
         self.ffn2_layer_norm = LayerNorm(size, eps, dtype)
-        self.ffn2 = FeedForward(cfg, dtype)
+        self.ffn2 = FeedForward(size, cfg.intermediate_size, cfg.activation, dtype)
         self.final_layer_norm = LayerNorm(size, eps, dtype)
 
     def expected_fusions(self, plan) -> dict[str, int]:
@@ -139,13 +166,94 @@ class W2vBertEncoder(nn.Module):
         return x, states
 
 
+def halved_frames(op, x):
+    """x [batch, frames, 2 size] through GLU over its last axis."""
+    values, gates = op.Split(x, axis=2, num_outputs=2, _outputs=2)
+    return op.Mul(values, op.Sigmoid(gates))
+
+
+class AdapterLayer(nn.Module):
+    """Strided convs (GLU) subsample the residual and the attention's input; attention over
+    the frames each row's subsampled length keeps; a feed-forward, added back."""
+
+    def __init__(self, cfg: W2vBertConfig, adapter: Adapter, dtype: ir.DataType):
+        super().__init__()
+        size, eps = adapter.hidden_size, cfg.norm_eps
+        conv = {"stride": adapter.stride, "padding": adapter.stride // 2}
+        self.residual_layer_norm = LayerNorm(size, eps, dtype)
+        self.residual_conv = Conv1d(size, 2 * size, adapter.kernel, dtype, **conv)
+        self.self_attn_layer_norm = LayerNorm(size, eps, dtype)
+        self.self_attn_conv = Conv1d(size, 2 * size, adapter.kernel, dtype, **conv)
+        self.self_attn = SelfAttention(size, cfg.num_attention_heads, dtype)
+        self.ffn_layer_norm = LayerNorm(size, eps, dtype)
+        self.ffn = FeedForward(size, cfg.intermediate_size, adapter.activation, dtype)
+        self.dtype = dtype
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        # the feed-forward's norm reads the attention's residual sum
+        return {
+            "skip_norms": 1 if plan.has(SKIP_NORM) else 0,
+            ENCODER_MHA: 1 if plan.has(ENCODER_MHA) else 0,
+        }
+
+    def subsampled(self, op, conv, x):
+        return halved_frames(op, op.Transpose(conv(op, op.Transpose(x, perm=[0, 2, 1])), [0, 2, 1]))
+
+    def forward(self, op, x, ep, lengths):
+        residual = self.subsampled(op, self.residual_conv, self.residual_layer_norm(op, x))
+        x = self.subsampled(op, self.self_attn_conv, self.self_attn_layer_norm(op, x))
+        kernel = encoder_attention(op, ep, frame_mask(op, x, lengths), self.dtype)
+        x = op.Add(self.self_attn(op, x, kernel), residual)
+        return op.Add(self.ffn(op, self.ffn_layer_norm(op, x)), x)
+
+
+class ConvAdapter(nn.Module):
+    def __init__(self, cfg: W2vBertConfig, dtype: ir.DataType, ep):
+        super().__init__()
+        adapter = cfg.adapter
+        if adapter.hidden_size != cfg.hidden_size:
+            self.proj = Linear(cfg.hidden_size, adapter.hidden_size, True, dtype)
+            self.proj_layer_norm = LayerNorm(adapter.hidden_size, cfg.norm_eps, dtype)
+        else:
+            self.proj = self.proj_layer_norm = None
+        self.layers = nn.ModuleList(
+            [AdapterLayer(cfg, adapter, dtype) for _ in range(adapter.layers)]
+        )
+        self.adapter, self.ep = adapter, ep
+        # the first layer's norms read a residual sum where the intermediate feed-forward's
+        # is not projected first
+        self.reads_sum = self.proj is None and cfg.intermediate_ffn
+
+    def expected_fusions(self, plan) -> dict[str, int]:
+        # every layer's input norms but the first's read the layer before's residual sum
+        sums = self.adapter.layers - 1 + int(self.reads_sum)
+        return {"skip_norms": sums if plan.has(SKIP_NORM) else 0}
+
+    def forward(self, op, x, mask):
+        """x and the frames each row keeps after the adapter ([batch, frames] bool)."""
+        if self.proj is not None:
+            x = self.proj_layer_norm(op, self.proj(op, x))
+        lengths = op.ReduceSum(op.Cast(mask, to=ir.DataType.INT64), [1], keepdims=0)
+        kernel, stride = self.adapter.kernel, self.adapter.stride
+        for layer in self.layers:
+            lengths = subsampled_lengths(op, lengths, kernel, stride, kernel // 2)
+            x = layer(op, x, self.ep, lengths)
+        return x, frame_mask(op, x, lengths)
+
+
 class W2vBertBody(nn.Module):
-    """Wav2Vec2BertModel: the feature projection and the encoder."""
+    """Wav2Vec2BertModel: the feature projection, the encoder, the intermediate feed-forward
+    and the adapter where the config has them."""
 
     def __init__(self, cfg: W2vBertConfig, dtype: ir.DataType, ep, weight_norm):
         super().__init__()
         self.feature_projection = FeatureProjection(cfg, dtype)
         self.encoder = W2vBertEncoder(cfg, dtype, ep)
+        self.intermediate_ffn = None
+        if cfg.intermediate_ffn:
+            size = cfg.hidden_size
+            self.intermediate_ffn = FeedForward(size, cfg.intermediate_size, "relu", dtype)
+        self.adapter = ConvAdapter(cfg, dtype, ep) if cfg.adapter is not None else None
         self.dtype = dtype
 
     def forward(self, op, inputs):
@@ -155,12 +263,32 @@ class W2vBertBody(nn.Module):
             features = op.Cast(features, to=self.dtype)
         mask = op.Cast(inputs.attention_mask, to=ir.DataType.BOOL)
         hidden, states = self.encoder(op, self.feature_projection(op, features), mask)
+        if self.intermediate_ffn is not None:
+            hidden = op.Add(hidden, op.Mul(self.intermediate_ffn(op, hidden), 0.5))
+        if self.adapter is not None:
+            hidden, mask = self.adapter(op, hidden, mask)
         return hidden, states, mask
 
 
 class Wav2Vec2BertModel(SpeechEncoderModel):
+    """wav2vec2's heads; the CTC head and the hidden states at the adapter's width."""
+
     body_cls = W2vBertBody
     body_name = "wav2vec2_bert"
+
+    def __init__(self, cfg: W2vBertConfig, dtype, ep, task: str, tensors):
+        if cfg.adapter is not None and task == "audio-classification":
+            raise ConfigError("'add_adapter' = True: transformers classifies without the adapter")
+        super().__init__(cfg, dtype, ep, task, tensors)
+        if task == "automatic-speech-recognition":
+            self.lm_head = Linear(cfg.output_size, cfg.vocab_size, True, dtype)
+
+    def forward(self, op, inputs) -> dict:
+        outputs = super().forward(op, inputs)
+        if self.task == "feature-extraction":
+            hidden, _ = outputs["last_hidden_state"]
+            outputs["last_hidden_state"] = (hidden, [BATCH, FRAMES, self.cfg.output_size])
+        return outputs
 
 
 FAMILIES = [
@@ -168,7 +296,7 @@ FAMILIES = [
         "wav2vec2-bert",
         Wav2Vec2BertModel,
         "Conformer layers over stacked mel features: Shaw relative-key attention, a causal "
-        "depthwise convolution module",
+        "depthwise convolution module, the convolutional adapter of CTC fine-tunes",
         ("facebook/w2v-bert-2.0",),
         rules=W2vBertRules(),
         task="feature-extraction",

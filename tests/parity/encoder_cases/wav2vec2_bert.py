@@ -28,4 +28,23 @@ CASES = {
         ("Wav2Vec2BertForSequenceClassification",),
         inputs="mel",
     ),
+    # CTC fine-tunes' adapter: two layers each halving the frames (64 make 16, the padded
+    # row's 45 make 12), projected to a narrower width, after the intermediate feed-forward
+    "wav2vec2-bert:adapter": EncoderCase(
+        {
+            **W2V_BERT,
+            "add_adapter": True,
+            "num_adapter_layers": 2,
+            "output_hidden_size": 32,
+            "use_intermediate_ffn_before_adapter": True,
+        },
+        ("Wav2Vec2BertForCTC", "Wav2Vec2BertModel"),
+        inputs="mel",
+    ),
+    # the adapter at the encoder's width: its first norms read the intermediate sum
+    "wav2vec2-bert:adapter-unprojected": EncoderCase(
+        {**W2V_BERT, "add_adapter": True, "use_intermediate_ffn_before_adapter": True},
+        ("Wav2Vec2BertForCTC",),
+        inputs="mel",
+    ),
 }
