@@ -10,6 +10,8 @@ from converter.config.reader import MAX_DIM, MAX_LAYERS, MAX_VOCAB, ConfigReader
 from converter.errors import ConfigError
 
 MAX_KERNEL = 1 << 12
+# Shaw's clamped distances, Transformer-XL's relative positions, rotary, none
+POSITIONS = ("relative_key", "relative", "rotary", None)
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class W2vBertConfig:
     activation: str  # of the feed-forwards and the convolution module
     mel_bins: int  # input_features [batch, frames, mel_bins] (stacked mel frames)
     depthwise_kernel: int  # the convolution module's causal depthwise conv
+    positions: str | None  # one of POSITIONS
+    rotary_base: float
     left_positions: int  # distances clamped to [-left_positions, right_positions]
     right_positions: int
     vocab_size: int  # rows of the CTC head (0: the config states none)
@@ -51,6 +55,11 @@ class W2vBertConfig:
     def conv_dim(self) -> int:
         """Features into the projection (FeatureProjection's name for them)."""
         return self.mel_bins
+
+    @property
+    def extra(self) -> dict:
+        """What wav2vec2-Conformer's attention reads, for the positions it shares."""
+        return {"positions": self.positions}
 
     @property
     def output_size(self) -> int:
@@ -69,8 +78,9 @@ class W2vBertRules:
             raise ConfigError(
                 f"'hidden_size' = {hidden} is not divisible by 'num_attention_heads' = {heads}"
             )
-        if r.get("position_embeddings_type") != "relative_key":
-            r.refuse("position_embeddings_type", "only Shaw's 'relative_key' distances are built")
+        positions = r.get("position_embeddings_type")
+        if positions not in POSITIONS:
+            r.refuse("position_embeddings_type", f"one of {POSITIONS} is built")
         kernel = r.int("conv_depthwise_kernel_size", hi=MAX_KERNEL)
         if kernel % 2 == 0:
             r.refuse("conv_depthwise_kernel_size", "transformers requires an odd kernel")
@@ -85,6 +95,8 @@ class W2vBertRules:
             activation=r.str("hidden_act", default="swish"),
             mel_bins=r.int("feature_projection_input_dim"),
             depthwise_kernel=kernel,
+            positions=positions,
+            rotary_base=r.float("rotary_embedding_base", default=10000.0),
             left_positions=r.int("left_max_position_embeddings", lo=0),
             right_positions=r.int("right_max_position_embeddings", lo=0),
             vocab_size=r.int("vocab_size", hi=MAX_VOCAB) if r.has("vocab_size") else 0,

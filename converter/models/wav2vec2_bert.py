@@ -13,7 +13,12 @@ import onnx_ir as ir
 from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, activation
-from converter.components.conformer import frame_mask, subsampled_lengths
+from converter.components.conformer import (
+    frame_mask,
+    relative_embeddings,
+    rotary_tables,
+    subsampled_lengths,
+)
 from converter.components.conv import Conv1d
 from converter.components.embedding import Embedding
 from converter.components.encoder_attention import encoder_attention
@@ -22,6 +27,7 @@ from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
 from converter.models.speech_encoder import SpeechEncoderModel
 from converter.models.speech_features import FeatureProjection, zero_padding
+from converter.models.wav2vec2_conformer import ConformerSelfAttention, exponential_frequencies
 from converter.registry import Family
 from converter.tasks.audio_encoding import FRAMES
 from converter.tasks.encoding import BATCH
@@ -122,7 +128,10 @@ class W2vBertLayer(nn.Module):
         self.ffn1_layer_norm = LayerNorm(size, eps, dtype)
         self.ffn1 = FeedForward(size, cfg.intermediate_size, cfg.activation, dtype)
         self.self_attn_layer_norm = LayerNorm(size, eps, dtype)
-        self.self_attn = RelativeKeyAttention(cfg, dtype)
+        relative_key = cfg.positions == "relative_key"
+        self.self_attn = (RelativeKeyAttention if relative_key else ConformerSelfAttention)(
+            cfg, dtype
+        )
         self.conv_module = CausalConvolutionModule(cfg, dtype)
         self.ffn2_layer_norm = LayerNorm(size, eps, dtype)
         self.ffn2 = FeedForward(size, cfg.intermediate_size, cfg.activation, dtype)
@@ -135,9 +144,10 @@ class W2vBertLayer(nn.Module):
             ENCODER_MHA: 1 if plan.has(ENCODER_MHA) else 0,
         }
 
-    def forward(self, op, x, kernel, distances, mask):
+    def forward(self, op, x, kernel, positions, mask):
+        """`positions`: what the attention reads (see W2vBertEncoder.positions)."""
         x = op.Add(op.Mul(self.ffn1(op, self.ffn1_layer_norm(op, x)), 0.5), x)
-        attended = self.self_attn(op, self.self_attn_layer_norm(op, x), kernel, distances)
+        attended = self.self_attn(op, self.self_attn_layer_norm(op, x), kernel, positions)
         x = op.Add(attended, x)
         x = op.Add(x, self.conv_module(op, x, mask))
         x = op.Add(op.Mul(self.ffn2(op, self.ffn2_layer_norm(op, x)), 0.5), x)
@@ -152,16 +162,31 @@ class W2vBertEncoder(nn.Module):
         )
         self.cfg, self.ep, self.dtype = cfg, ep, dtype
 
+    def positions(self, op, x):
+        """The clamped distances (relative_key), the relative embeddings (relative), the
+        (cos, sin) tables (rotary) or None; embeddings in float32, as transformers computes
+        them, then in the graph's dtype."""
+        cfg = self.cfg
+        frames = op.Squeeze(op.Shape(x, start=1, end=2), [0])
+        if cfg.positions == "relative_key":
+            return clamped_distances(op, frames, cfg.left_positions, cfg.right_positions)
+        if cfg.positions == "relative":
+            embeddings = relative_embeddings(op, frames, exponential_frequencies(cfg.hidden_size))
+            return op.Cast(embeddings, to=self.dtype)
+        if cfg.positions == "rotary":
+            tables = rotary_tables(op, frames, cfg.head_dim, cfg.rotary_base)
+            return tuple(op.Cast(table, to=self.dtype) for table in tables)
+        return None
+
     def forward(self, op, x, mask):
         """The last hidden state and the hidden states (the first layer's input, then each
         layer's output)."""
         x = zero_padding(op, x, mask, self.dtype)
         kernel = encoder_attention(op, self.ep, mask, self.dtype)
-        frames = op.Squeeze(op.Shape(x, start=1, end=2), [0])
-        distances = clamped_distances(op, frames, self.cfg.left_positions, self.cfg.right_positions)
+        positions = self.positions(op, x)
         states = [x]
         for layer in self.layers:
-            x = layer(op, x, kernel, distances, mask)
+            x = layer(op, x, kernel, positions, mask)
             states.append(x)
         return x, states
 
@@ -295,8 +320,9 @@ FAMILIES = [
     Family(
         "wav2vec2-bert",
         Wav2Vec2BertModel,
-        "Conformer layers over stacked mel features: Shaw relative-key attention, a causal "
-        "depthwise convolution module, the convolutional adapter of CTC fine-tunes",
+        "Conformer layers over stacked mel features: Shaw relative-key (or relative, rotary) "
+        "attention, a causal depthwise convolution module, the convolutional adapter of CTC "
+        "fine-tunes",
         ("facebook/w2v-bert-2.0",),
         rules=W2vBertRules(),
         task="feature-extraction",

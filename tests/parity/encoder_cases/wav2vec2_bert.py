@@ -47,4 +47,16 @@ CASES = {
         ("Wav2Vec2BertForCTC",),
         inputs="mel",
     ),
+    # the position types wav2vec2-Conformer shares, and none
+    **{
+        f"wav2vec2-bert:{positions}": EncoderCase(
+            {**W2V_BERT, "position_embeddings_type": positions},
+            ("Wav2Vec2BertModel",),
+            inputs="mel",
+        )
+        for positions in ("relative", "rotary")
+    },
+    "wav2vec2-bert:no-positions": EncoderCase(
+        {**W2V_BERT, "position_embeddings_type": None}, ("Wav2Vec2BertModel",), inputs="mel"
+    ),
 }
