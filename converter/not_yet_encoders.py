@@ -96,13 +96,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "multimodal",
         "a two-tower text-image model (VideoPrismClipModel): its blocks are not built yet",
     ),
-    "wav2vec2-bert": (
-        "audio",
-        "Conformer layers over stacked mel features (input_features [batch, frames, 160])"
-        " with Shaw relative-key distance embeddings, a causal depthwise convolution over"
-        " masked frames, and the convolutional adapter its CTC fine-tunes use "
-        "(add_adapter): none is built yet",
-    ),
     "whisper": (
         "speech",
         "WhisperForAudioClassification is the encoder of an encoder-decoder speech model: issue 13",

@@ -176,8 +176,9 @@ MEL_FRAMES, MEL_KEPT = 64, 45
 
 def mel_inputs(config: dict) -> dict[str, np.ndarray]:
     """A batch of two mel-feature sequences [batch, frames, bins] (the bins of the encoder's
-    config), the second right-padded with zeros, and their frame mask."""
-    bins = config["encoder_config"]["num_mel_bins"]
+    config; wav2vec2-BERT's stacked ones), the second right-padded with zeros, and their frame
+    mask."""
+    bins = config.get("feature_projection_input_dim") or config["encoder_config"]["num_mel_bins"]
     mask = (np.arange(MEL_FRAMES)[None, :] < np.array([[MEL_FRAMES], [MEL_KEPT]])).astype(np.int64)
     features = RNG.standard_normal((BATCH, MEL_FRAMES, bins)) * mask[:, :, None]
     return {"input_features": features.astype(np.float32), "attention_mask": mask}
