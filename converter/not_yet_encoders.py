@@ -50,12 +50,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "neighbours at a dilation, with a relative bias) is not built; transformers "
         "itself needs the natten kernels to run it",
     ),
-    "granite_speech5_ctc": (
-        "audio",
-        "a mel-feature Conformer whose attention runs block-wise (context_size chunks) "
-        "with Shaw relative positions, and subsampling blocks between layers: not built "
-        "yet",
-    ),
     "hiera": (
         "vision",
         "Hiera's mask-unit attention is not built: tokens unrolled into mask-unit order "

@@ -163,13 +163,14 @@ class ConformerBlock(nn.Module):
     `conv_weights` (Parakeet: (1, 0.5) and (1, 1))."""
 
     attention_cls = RelativePositionAttention
+    convolution_cls = ConformerConvolution
 
     def __init__(self, cfg, dtype: ir.DataType, feed_forward_weights, conv_weights):
         super().__init__()
         size, eps, bias = cfg.hidden_size, cfg.norm_eps, cfg.norm_bias
         self.feed_forward1 = ConformerFeedForward(cfg, dtype)
         self.self_attn = self.attention_cls(cfg, dtype)
-        self.conv = ConformerConvolution(cfg, dtype)
+        self.conv = self.convolution_cls(cfg, dtype)
         self.feed_forward2 = ConformerFeedForward(cfg, dtype)
         self.norm_feed_forward1 = LayerNorm(size, eps, dtype, bias=bias)
         self.norm_self_att = LayerNorm(size, eps, dtype, bias=bias)

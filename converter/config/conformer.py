@@ -56,6 +56,14 @@ class ConformerRules:
     def read_extra(self, r: ConfigReader) -> dict[str, Any]:
         return {}
 
+    def read_subsampling(self, r: ConfigReader) -> tuple[int, int, int]:
+        """The subsampling convs' channels, kernel and stride."""
+        return (
+            r.int("subsampling_conv_channels"),
+            r.int("subsampling_conv_kernel_size", hi=MAX_KERNEL),
+            r.int("subsampling_conv_stride", hi=MAX_KERNEL),
+        )
+
     def read(self, top: ConfigReader) -> ConformerConfig:
         section = top.raw.get("encoder_config") or {}
         if not isinstance(section, dict):
@@ -72,6 +80,7 @@ class ConformerRules:
         if r.get("num_key_value_heads", default=heads) != heads:
             r.refuse("num_key_value_heads", "keys and values have a head per query head here")
         eps = r.float("layer_norm_eps") if self.norm_eps is None else self.norm_eps
+        channels, kernel, stride = self.read_subsampling(r)
         return ConformerConfig(
             model_type=top.model_type,
             hidden_size=hidden,
@@ -86,9 +95,9 @@ class ConformerRules:
             convolution_bias=r.bool("convolution_bias", True),
             conv_kernel_size=r.int("conv_kernel_size", hi=MAX_KERNEL),
             mel_bins=r.int("num_mel_bins"),
-            subsampling_channels=r.int("subsampling_conv_channels"),
-            subsampling_kernel=r.int("subsampling_conv_kernel_size", hi=MAX_KERNEL),
-            subsampling_stride=r.int("subsampling_conv_stride", hi=MAX_KERNEL),
+            subsampling_channels=channels,
+            subsampling_kernel=kernel,
+            subsampling_stride=stride,
             vocab_size=top.int("vocab_size", hi=MAX_VOCAB),
             extra=self.read_extra(r),
         )

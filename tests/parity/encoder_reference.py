@@ -172,6 +172,8 @@ def spectrogram_inputs(config: dict) -> dict[str, np.ndarray]:
 
 # mel features: 64 frames, the second row padded with zeros (as the processor pads) after 45
 MEL_FRAMES, MEL_KEPT = 64, 45
+# features per frame, per mel bin, where the processor stacks more than the bins
+STACKED_MEL_BINS = {"granite_speech5_ctc": 4}
 
 
 def mel_inputs(config: dict) -> dict[str, np.ndarray]:
@@ -179,6 +181,7 @@ def mel_inputs(config: dict) -> dict[str, np.ndarray]:
     config; wav2vec2-BERT's stacked ones), the second right-padded with zeros, and their frame
     mask."""
     bins = config.get("feature_projection_input_dim") or config["encoder_config"]["num_mel_bins"]
+    bins *= STACKED_MEL_BINS.get(config["model_type"], 1)
     mask = (np.arange(MEL_FRAMES)[None, :] < np.array([[MEL_FRAMES], [MEL_KEPT]])).astype(np.int64)
     features = RNG.standard_normal((BATCH, MEL_FRAMES, bins)) * mask[:, :, None]
     return {"input_features": features.astype(np.float32), "attention_mask": mask}
