@@ -86,6 +86,7 @@ class BlockShawAttention(nn.Module):
         self.k_proj = Linear(size, size, False, dtype)
         self.v_proj = Linear(size, size, False, dtype)
         self.o_proj = Linear(size, size, True, dtype)
+        self.size = size
         self.rel_pos_emb = Embedding(
             2 * cfg.extra["max_position_embeddings"] + 1, cfg.head_dim, dtype
         )
@@ -98,7 +99,7 @@ class BlockShawAttention(nn.Module):
     def forward(self, op, x, kernel, positions):
         frames = op.Shape(x, start=1, end=2)
         chunks = op.Reshape(
-            op.Pad(x, chunk_padding(op, frames, self.context)), [-1, self.context, x_width(self)]
+            op.Pad(x, chunk_padding(op, frames, self.context)), [-1, self.context, self.size]
         )
         q, k, v = self.q_proj(op, chunks), self.k_proj(op, chunks), self.v_proj(op, chunks)
         scale = self.head_dim**-0.5
@@ -110,12 +111,8 @@ class BlockShawAttention(nn.Module):
         scores = op.Reshape(scores, [self.context, -1, self.heads, self.context])
         bias = op.Mul(op.Transpose(scores, perm=[1, 2, 0, 3]), scale)
         out = kernel(op, q, k, v, self.heads, scale, bias)
-        out = op.Reshape(out, op.Concat(op.Shape(x, start=0, end=1), [-1, x_width(self)], axis=0))
+        out = op.Reshape(out, op.Concat(op.Shape(x, start=0, end=1), [-1, self.size], axis=0))
         return self.o_proj(op, op.Slice(out, [0], frames, [1]))
-
-
-def x_width(attention: BlockShawAttention) -> int:
-    return attention.heads * attention.head_dim
 
 
 def chunk_padding(op, frames, context: int):
@@ -183,9 +180,7 @@ class SubsamplingBlock(GraniteBlock):
         conv = self.conv(op, self.norm_conv(op, x), keep)
         halves = op.Div(op.Shape(x, start=1, end=2), 2)
         pairs = op.Slice(x, [0], op.Mul(halves, 2), [1])
-        pooled = op.ReduceMean(
-            op.Reshape(pairs, [0, -1, 2, x_width(self.self_attn)]), [2], keepdims=0
-        )
+        pooled = op.ReduceMean(op.Reshape(pairs, [0, -1, 2, self.self_attn.size]), [2], keepdims=0)
         x = op.Add(pooled, op.Slice(conv, [0], halves, [1]))
         x = op.Add(x, op.Mul(self.feed_forward2(op, self.norm_feed_forward2(op, x)), 0.5))
         return self.norm_out(op, x)
