@@ -24,6 +24,27 @@ GRANITE_SPEECH5_CTC = {
     },
 }
 
+# a separate CTC head, one subsampling block (the second), whole chunks of 8 at 64 frames, the
+# widest distance table context_size allows, GELU feed-forwards, the self-conditioning after
+# layer 0 of 2
+UNTIED = {
+    **GRANITE_SPEECH5_CTC,
+    "tie_word_embeddings": False,
+    "encoder_config": {
+        **GRANITE_SPEECH5_CTC["encoder_config"],
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "hidden_act": "gelu",
+        "context_size": 8,
+        "max_position_embeddings": 8,
+        "conv_kernel_size": 3,
+        "subsample_layers": [1],
+    },
+}
+
 CASES = {
-    "granite_speech5_ctc": EncoderCase(GRANITE_SPEECH5_CTC, ("GraniteSpeech5ForCTC",), inputs="mel")
+    "granite_speech5_ctc": EncoderCase(
+        GRANITE_SPEECH5_CTC, ("GraniteSpeech5ForCTC",), inputs="mel"
+    ),
+    "granite_speech5_ctc:untied": EncoderCase(UNTIED, ("GraniteSpeech5ForCTC",), inputs="mel"),
 }
