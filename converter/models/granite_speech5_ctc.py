@@ -20,7 +20,7 @@ from converter.components.conformer import ConformerBlock, frame_mask
 from converter.components.conv import Conv1d
 from converter.components.embedding import Embedding
 from converter.components.encoder_attention import encoder_attention
-from converter.config.conformer import ConformerConfig, ConformerRules
+from converter.config.conformer import MAX_KERNEL, ConformerConfig, ConformerRules
 from converter.errors import ConfigError
 from converter.execution_providers import SKIP_NORM
 from converter.models.parakeet import CTC
@@ -35,7 +35,8 @@ STACKED_BINS = 4
 class GraniteRules(ConformerRules):
     def read_subsampling(self, r):
         # the subsampling blocks' depthwise conv: the convolution module's width, stride 2
-        return r.int("conv_expansion_factor") * r.int("hidden_size"), 0, 2
+        width = r.int("conv_expansion_factor") * r.int("hidden_size")
+        return width, r.int("conv_kernel_size", hi=MAX_KERNEL), 2
 
     def read_extra(self, r):
         if r.int("conv_kernel_size") % 2 == 0:
@@ -43,7 +44,7 @@ class GraniteRules(ConformerRules):
             r.refuse("conv_kernel_size", "the depthwise kernel must be odd")
         layers = r.int("num_hidden_layers")
         if layers < 2:
-            r.refuse("num_hidden_layers", "the self-conditioning after layer layers / 2 is built")
+            r.refuse("num_hidden_layers", "2 or more are built (the CTC self-conditioning)")
         subsample = r.get("subsample_layers", default=[0, 1])
         if not isinstance(subsample, list) or not all(
             isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in subsample
