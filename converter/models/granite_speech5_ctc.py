@@ -116,16 +116,19 @@ class BlockShawAttention(nn.Module):
         return self.o_proj(op, op.Slice(out, [0], frames, [1]))
 
 
+def chunk_shortfall(op, frames, context: int):
+    """[1] int64: the frames that pad `frames` ([1]) up to whole chunks of `context`."""
+    return op.Mod(op.Sub(context, op.Mod(frames, context)), context)
+
+
 def chunk_padding(op, frames, context: int):
-    """Pads for a [batch, frames, ...] tensor (rank 3) up to whole chunks of `context` frames."""
-    short = op.Mod(op.Sub(context, op.Mod(frames, context)), context)
-    return op.Concat([0, 0, 0, 0], short, [0], axis=0)
+    """Pads for a [batch, frames, hidden] tensor up to whole chunks of `context` frames."""
+    return op.Concat([0, 0, 0, 0], chunk_shortfall(op, frames, context), [0], axis=0)
 
 
 def chunk_mask(op, mask, context: int):
     """[batch * chunks, context] of the frame mask [batch, frames], padded with False."""
-    frames = op.Shape(mask, start=1, end=2)
-    short = op.Mod(op.Sub(context, op.Mod(frames, context)), context)
+    short = chunk_shortfall(op, op.Shape(mask, start=1, end=2), context)
     padded = op.Pad(op.Cast(mask, to=ir.DataType.INT64), op.Concat([0, 0], [0], short, axis=0))
     return op.Reshape(padded, [-1, context])
 
