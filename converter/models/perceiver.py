@@ -325,7 +325,11 @@ class PerceiverTextModel(nn.Module):
     def __init__(self, cfg: EncoderConfig, dtype, ep, task: str, tensors: frozenset[str]):
         super().__init__()
         if task not in self.heads:
-            raise ConfigError(f"{cfg.model_type} has no {task} head here")
+            raise ConfigError(
+                f"perceiver converts its text heads ({', '.join(self.heads)}), not {task}: the "
+                "image classifiers' preprocessors (learned-position conv1x1, Fourier-feature "
+                "pixels, conv+maxpool) are not built"
+            )
         self.cfg, self.task = cfg, task
         self.perceiver = PerceiverBody(cfg, dtype, ep, task)
         self.embedding_decoder = EmbeddingDecoder(cfg, dtype) if task == "fill-mask" else None
@@ -358,7 +362,8 @@ FAMILIES = [
         "perceiver",
         PerceiverTextModel,
         "learned latents cross-attend the byte embeddings once, shared self-attention blocks "
-        "over the latents, a decoder's learned queries cross-attend them back",
+        "over the latents, a decoder's learned queries cross-attend them back (text heads; "
+        "the image classifiers' preprocessors are not built)",
         ("deepmind/language-perceiver",),
         rules=PerceiverRules(),
         task="fill-mask",
