@@ -53,6 +53,12 @@ class PerceiverRules(EncoderRules):
         shape = r.str("cross_attention_shape_for_attention", default="kv")
         if shape not in ("q", "kv"):
             r.refuse("cross_attention_shape_for_attention", "transformers reads 'q' or 'kv'")
+        qk = r.int("qk_channels", default=0, lo=0, hi=MAX_DIM) or None
+        v = r.int("v_channels", default=0, lo=0, hi=MAX_DIM) or None
+        if (v or qk or d_latents) != d_latents:
+            # transformers' self-attention output is v's width, added to the latents
+            key = "v_channels" if v else "qk_channels"
+            r.refuse(key, f"the self-attention values must be 'd_latents' = {d_latents} wide")
         blocks = r.int("num_blocks", hi=MAX_LAYERS)
         per_block = r.int("num_self_attends_per_block", hi=MAX_LAYERS)
         self_widening = r.int("self_attention_widening_factor", default=1, hi=64)
@@ -78,8 +84,8 @@ class PerceiverRules(EncoderRules):
                 "num_blocks": blocks,
                 "num_self_attends_per_block": per_block,
                 "num_cross_attention_heads": cross_heads,
-                "qk_channels": r.int("qk_channels", default=0, lo=0, hi=MAX_DIM) or None,
-                "v_channels": r.int("v_channels", default=0, lo=0, hi=MAX_DIM) or None,
+                "qk_channels": qk,
+                "v_channels": v,
                 "cross_qk_from_kv": shape == "kv",
                 "cross_attention_widening_factor": r.int(
                     "cross_attention_widening_factor", default=1, hi=64
@@ -336,13 +342,14 @@ class PerceiverTextModel(nn.Module):
 
     def expected_fusions(self, plan) -> dict[str, int]:
         extra = self.cfg.extra
+        passes = extra["num_blocks"] * extra["num_self_attends_per_block"]
         # the encoder's cross-attention, every pass of the self-attention layers, the decoder's
-        attentions = 2 + extra["num_blocks"] * extra["num_self_attends_per_block"]
-        # every layer's MLP norm reads its attention's residual sum, every self-attention's
-        # query norm the previous layer's; the cross-attention's key norm reads bytes +
-        # positions. Without a query residual the decoder's MLP norm reads a plain output.
-        decoder_residual = self.task != "fill-mask"
-        norms = attentions + attentions - 2 + 1 - int(not decoder_residual)
+        attentions = 2 + passes
+        # a layer's MLP norm reads a residual sum where its attention keeps the query residual;
+        # every self-attention's query norm and the decoder's key norm read the previous
+        # layer's output sum. The bytes + positions sum broadcasts the positions: not fused.
+        residuals = int(extra["use_query_residual"]) + passes + int(self.task != "fill-mask")
+        norms = residuals + passes + 1
         return {
             "skip_norms": norms if plan.has(SKIP_NORM) else 0,
             ENCODER_MHA: attentions if plan.has(ENCODER_MHA) else 0,
