@@ -17,6 +17,8 @@ Heads (transformers fixes the decoders in code, not in config.json):
                        transformers gives them
   text-classification  one learned query (d_latents wide, one head, with its residual), then
                        `final_layer` to the labels
+The image classifiers (learned-position conv1x1, Fourier-feature pixels, conv + maxpool
+preprocessors), optical flow and multimodal autoencoding are not built.
 """
 
 from __future__ import annotations
