@@ -62,11 +62,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "a text encoder (MraForMaskedLM): its blocks are not built yet",
     ),
     "mvp": ("seq2seq", SEQ2SEQ_MASKED_LM.format("Mvp")),
-    "perceiver": (
-        "encoder",
-        "a text encoder (PerceiverForMaskedLM, PerceiverForImageClassificationLearned): "
-        "its blocks are not built yet",
-    ),
     "reformer": (
         "encoder",
         "a text encoder (ReformerForMaskedLM): its blocks are not built yet",

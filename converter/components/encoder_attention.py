@@ -31,8 +31,11 @@ class StandardEncoderAttention:
         length = op.Shape(attention_mask, start=1, end=2)
         if queries != 1:
             # onnxruntime wants the query dimension spelled out: [batch, 1, queries, keys]
-            rows = length if queries is None else [queries]
-            keep = op.Expand(keep, op.Concat([1, 1], rows, [1], axis=0))
+            # (a known count as one constant: a Concat of constants reads as packed weights)
+            shape = (
+                op.Concat([1, 1], length, [1], axis=0) if queries is None else [1, 1, queries, 1]
+            )
+            keep = op.Expand(keep, shape)
         if causal:
             positions = op.Range(0, op.Squeeze(length, [0]), 1)
             earlier = op.LessOrEqual(op.Unsqueeze(positions, [0]), op.Unsqueeze(positions, [1]))
