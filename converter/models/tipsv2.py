@@ -1,9 +1,12 @@
 """TIPSv2: a DINOv2-with-registers vision tower pooled at its normed class token beside a
-non-causal CLIP-layout text tower (token embeddings scaled by sqrt(hidden_size), fixed
+non-causal pre-norm text tower (token embeddings scaled by sqrt(hidden_size), fixed
 tensor2tensor sinusoids for positions) mean-pooled over its real tokens; neither is projected,
 and the cosine similarities are divided by a learned `temperature` (transformers' own value
 from `temperature_init_value` where a checkpoint lacks it, as the published ones do).
 
+The checkpoints keep the original towers' names, which transformers renames on load: timm's
+ViT (`blocks.N.attn.qkv`, `ls1.gamma`, `pos_embed`) and torch's MultiheadAttention in CLIP's
+`transformer.resblocks.N` (`in_proj_weight`, `ln_1`, `mlp.c_fc`); the modules here carry them.
 The graph takes images of the configured size only, where transformers uses the position table
 unresized."""
 
