@@ -5,8 +5,9 @@ and the cosine similarities are divided by a learned `temperature` (transformers
 from `temperature_init_value` where a checkpoint lacks it, as the published ones do).
 
 The checkpoints keep the original towers' names, which transformers renames on load: timm's
-ViT (`blocks.N.attn.qkv`, `ls1.gamma`, `pos_embed`) and torch's MultiheadAttention in CLIP's
-`transformer.resblocks.N` (`in_proj_weight`, `ln_1`, `mlp.c_fc`); the modules here carry them.
+ViT (`blocks.N.attn.qkv`, `ls1.gamma`, `pos_embed`, the SwiGLU's `w12` and `w3`) and torch's
+MultiheadAttention in CLIP's `transformer.resblocks.N` (`in_proj_weight`, `ln_1`, `mlp.c_fc`);
+the modules here carry them.
 The graph takes images of the configured size only, where transformers uses the position table
 unresized."""
 
@@ -72,8 +73,6 @@ class Tipsv2Rules(TwoTowerRules):
         )
 
     def read_vision(self, r) -> Tipsv2VisionSection:
-        if r.bool("use_swiglu_ffn", False):
-            r.refuse("use_swiglu_ffn", "the SwiGLU MLP (w12, w3) is not built for TIPSv2 yet")
         body = Dinov2Rules().read(r)
         height, width = body.image_size
         if height != width:
@@ -123,6 +122,19 @@ class Mlp(nn.Module):
 
     def forward(self, op, x):
         return self.c_proj(op, activation(op, self.act, self.c_fc(op, x)))
+
+
+class SwiGlu(nn.Module):
+    """w3(silu(gate) * up), gate and up the two halves of `w12`'s rows."""
+
+    def __init__(self, size: int, inner: int, dtype: ir.DataType):
+        super().__init__()
+        self.w12 = Linear(size, 2 * inner, True, dtype)
+        self.w3 = Linear(inner, size, True, dtype)
+
+    def forward(self, op, x):
+        gate, up = op.Split(self.w12(op, x), axis=-1, num_outputs=2, _outputs=2)
+        return self.w3(op, op.Mul(activation(op, "silu", gate), up))
 
 
 class ResBlock(nn.Module):
@@ -209,7 +221,11 @@ class Block(nn.Module):
         self.attn = PackedAttention(size, cfg.heads[0], dtype, timm=True)
         self.ls1 = Gamma(size, dtype)
         self.norm2 = LayerNorm(size, cfg.norm_eps, dtype)
-        self.mlp = Mlp(size, cfg.intermediate_sizes[0], cfg.activation, dtype)
+        inner = cfg.intermediate_sizes[0]
+        if cfg.extra["swiglu"]:
+            self.mlp = SwiGlu(size, inner, dtype)
+        else:
+            self.mlp = Mlp(size, inner, cfg.activation, dtype)
         self.ls2 = Gamma(size, dtype)
 
     def forward(self, op, x, kernel):
@@ -238,20 +254,21 @@ class Tipsv2VisionTower(nn.Module):
         rows, columns = body.grid
         registers = body.extra["registers"]
         self.cls_token = nn.Parameter([1, 1, size], dtype)
-        self.register_tokens = nn.Parameter([1, registers, size], dtype) if registers else None
+        # stored even when empty
+        self.register_tokens = nn.Parameter([1, registers, size], dtype)
         self.pos_embed = nn.Parameter([1, 1 + rows * columns, size], dtype)
         self.patch_embed = PatchEmbed(body, dtype)
         self.blocks = nn.ModuleList([Block(body, dtype) for _ in range(body.num_hidden_layers)])
         self.norm = LayerNorm(size, body.norm_eps, dtype)
         self.ep, self.dtype, self.width = ep, dtype, size
         self.tokens = 1 + registers + rows * columns
-        self.layers = body.num_hidden_layers
+        self.layers, self.registers = body.num_hidden_layers, registers
 
     def expected_fusions(self, plan) -> dict[str, int]:
         # each block's attention sum feeds its norm2, its MLP sum the next norm1 or `norm`; the
-        # first norm1 reads the tokens concatenated (with registers) or summed
-        first = self.register_tokens is None
-        return skip_norms(plan, 2 * self.layers + first)
+        # first norm1 reads the registers' concatenation, or a sum with the broadcast pos_embed,
+        # which the fusion leaves alone
+        return skip_norms(plan, 2 * self.layers)
 
     def embed(self, op, pixels):
         batch = op.Shape(pixels, start=0, end=1)
@@ -259,10 +276,10 @@ class Tipsv2VisionTower(nn.Module):
         size = self.width
         first = op.Expand(self.cls_token, op.Concat(batch, [1, size], axis=0))
         x = op.Add(op.Concat(first, patches, axis=1), self.pos_embed)
-        if self.register_tokens is None:
+        if self.registers == 0:
             return x
-        count = self.register_tokens.shape[1]
-        registers = op.Expand(self.register_tokens, op.Concat(batch, [count, size], axis=0))
+        shape = op.Concat(batch, [self.registers, size], axis=0)
+        registers = op.Expand(self.register_tokens, shape)
         rest = op.Slice(x, [1], [2**62], [1])
         return op.Concat(op.Slice(x, [0], [1], [1]), registers, rest, axis=1)
 

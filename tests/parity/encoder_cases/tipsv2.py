@@ -17,4 +17,14 @@ CASES = {
         ("Tipsv2Model",),
         inputs="text+image",
     ),
+    # the SwiGLU MLP (`w12` packing gate and up), without registers
+    "tipsv2:swiglu": EncoderCase(
+        two_towers(
+            "tipsv2",
+            {**TEXT_TOWER, "max_position_embeddings": 16},
+            {**VISION, "num_register_tokens": 0, "use_swiglu_ffn": True},
+        ),
+        ("Tipsv2Model",),
+        inputs="text+image",
+    ),
 }
