@@ -74,6 +74,8 @@ class Tipsv2Rules(TwoTowerRules):
 
     def read_vision(self, r) -> Tipsv2VisionSection:
         body = Dinov2Rules().read(r)
+        if not body.qkv_bias:
+            r.refuse("qkv_bias", "the released towers' qkv has a bias; none is built without")
         height, width = body.image_size
         if height != width:
             r.refuse("image_size", "the zero-shot graph takes square images")
