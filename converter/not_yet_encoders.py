@@ -77,10 +77,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "TimmWrapper runs whichever timm architecture its config names (`architecture`), "
         "with timm's modules and tensor names; each would need its own conversion",
     ),
-    "tipsv2": (
-        "multimodal",
-        "a two-tower text-image model (Tipsv2Model): its blocks are not built yet",
-    ),
     "videoprism": (
         "multimodal",
         "a two-tower text-image model (VideoPrismClipModel): its blocks are not built yet",
