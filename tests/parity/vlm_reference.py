@@ -329,7 +329,9 @@ def reference(
         tokens = torch.from_numpy(ids)
         embeds = model.get_input_embeddings()(tokens)
         indicators = getattr(model.config, "visual_indicator_token_ids", None) or []
-        for token, row in zip(indicators, getattr(output, "visual_indicator_features", [])):
+        rows = getattr(output, "visual_indicator_features", [])
+        # the i-th id takes the i-th indicator row (the table may hold more rows than ids)
+        for token, row in zip(indicators, rows, strict=False):
             embeds[tokens == token] = row
         embeds = torch.nn.functional.pad(embeds, (0, features.shape[-1] - embeds.shape[-1]))
         mask = (tokens == model.config.image_token_id)[..., None].expand_as(embeds)
