@@ -166,7 +166,8 @@ class Ovis2Layer(nn.Module):
         self.rms_norm2 = RMSNorm(cfg.hidden_size, cfg.norm_eps, dtype)
 
     def expected_fusions(self, plan) -> dict[str, int]:
-        # rms_norm2 reads the attention's sum, the next norm the MLP's
+        # rms_norm2 reads the attention's sum, the next norm (the final rms_norm after the
+        # last layer) the MLP's; the positions added to the patches stay unfused
         return {"skip_norms": 2 if plan.has(SKIP_NORM) else 0}
 
     def forward(self, op, x, kernel):
@@ -194,11 +195,6 @@ class Ovis2Transformer(nn.Module):
         self.encoder = Ovis2Encoder(cfg, dtype)
         self.rms_norm = RMSNorm(cfg.hidden_size, cfg.norm_eps, dtype)
         self.ep, self.dtype = ep, dtype
-
-    def expected_fusions(self, plan) -> dict[str, int]:
-        # the first layer's rms_norm1 reads the embeddings' sum of positions and normed
-        # patches, as the final rms_norm reads the last layer's
-        return {"skip_norms": 0}
 
     def forward(self, op, pixels):
         kernel = encoder_attention(op, self.ep, None, self.dtype)
