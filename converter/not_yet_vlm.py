@@ -241,11 +241,6 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "a RADIO vision tower and an audio tower into Nemotron-H's hybrid Mamba decoder: "
         + TEXT_NOT_YET.format("nemotron_h"),
     ),
-    "ovis2": (
-        "vlm",
-        "visual tokens are probability vectors over a visual embedding table (a soft lookup), "
-        "not features: not built yet",
-    ),
     "paddleocr_vl": (
         "vlm",
         "a NaViT-style SigLIP tower with 2-D rotary (VideoLLaMA 3's encoder layers) whose "

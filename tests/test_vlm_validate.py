@@ -37,8 +37,10 @@ def test_each_component_matches_transformers(package):
 
 def test_a_wrong_vision_graph_fails_as_the_image_features(package, tmp_path):
     model = ir.load(package / "package" / "vision.onnx")
-    # the last matrix: the projector's (a shift of every row the tower's norms would undo)
-    weight = [v for v in model.graph.initializers.values() if len(v.shape) == 2][-1]
+    # the matrix the graph reads last: the projector's, Ovis2's visual table (a shift of every
+    # row the tower's norms would undo, as Ovis2's head_norm undoes one of head_linear)
+    matrices = {id(v) for v in model.graph.initializers.values() if len(v.shape) == 2}
+    weight = next(v for n in reversed(list(model.graph)) for v in n.inputs if id(v) in matrices)
     weight.const_value = ir.tensor(weight.const_value.numpy() * np.float32(1.5), name=weight.name)
     broken = tmp_path / "broken"
     broken.mkdir()

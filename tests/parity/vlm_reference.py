@@ -82,11 +82,14 @@ def pixel_inputs(
         tokens = len(
             image_features(model, pixel_values=torch.from_numpy(image["pixel_values"][:1]))[0]
         )
+    # Ovis2's visual indicator tokens (embedded by its visual table) around each image
+    indicators = getattr(model.config, "visual_indicator_token_ids", None)
+    opening, closing = ([[indicators[0]]], [[indicators[-1]]]) if indicators else ([], [])
     rows = []
     for _ in range(2):
         row = [_text(model, BEFORE, rng)]
         for i in range(per_prompt):
-            row += [[model.config.image_token_id] * tokens]
+            row += [*opening, [model.config.image_token_id] * tokens, *closing]
             row += [_text(model, AFTER if i == per_prompt - 1 else 2, rng)]
         rows.append(np.concatenate(row))
     return image, np.stack(rows)
@@ -321,9 +324,15 @@ def reference(
     and each step token, teacher-forced in one pass, given the token types `types`)."""
     pixels = {k: torch.from_numpy(v) for k, v in image.items()}
     with torch.no_grad():
-        features = packed_features(image_model(model).get_image_features(**pixels))
+        output = image_model(model).get_image_features(**pixels)
+        features = packed_features(output)
         tokens = torch.from_numpy(ids)
         embeds = model.get_input_embeddings()(tokens)
+        indicators = getattr(model.config, "visual_indicator_token_ids", None) or []
+        rows = getattr(output, "visual_indicator_features", [])
+        # the i-th id takes the i-th indicator row (the table may hold more rows than ids)
+        for token, row in zip(indicators, rows, strict=False):
+            embeds[tokens == token] = row
         embeds = torch.nn.functional.pad(embeds, (0, features.shape[-1] - embeds.shape[-1]))
         mask = (tokens == model.config.image_token_id)[..., None].expand_as(embeds)
         embeds = embeds.masked_scatter(mask, features)
