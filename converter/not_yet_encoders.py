@@ -79,7 +79,18 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "videoprism": (
         "multimodal",
-        "a two-tower text-image model (VideoPrismClipModel): its blocks are not built yet",
+        "VideoPrismClipModel sits in the zero-shot-image-classification mapping but is a "
+        "video-text two-tower: its tower reads pixel_values_videos [batch, frames, 3, H, W], "
+        "which the task's inputs (pixel_values [batch, 3, H, W]) cannot express, and no "
+        "video task exists. Its blocks are not built either: a factorized space-time ViT "
+        "(tubelet patches + spatial positions, spatial layers, then temporal layers over "
+        "each patch's frames with their own positions, regrouped to frame-major), auxiliary "
+        "layers, an attention-pooling head (learned query, softplus per-dim query scale), "
+        "LayerNorms scaled by 1 + weight, tanh-softcapped attention logits; its text tower "
+        "scales embeddings by sqrt(hidden), adds sinusoidal positions, appends a CLS token "
+        "last and attends causally (under an attention mask); its logits are softmaxes of "
+        "the similarity over the batch axis (videos for logits_per_video, texts for "
+        "logits_per_text), not scaled dot products",
     ),
     "whisper": (
         "speech",
