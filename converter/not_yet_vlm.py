@@ -186,9 +186,9 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
         "XGLM-like decoder whose attention has a LayerNorm before out_proj (inner_attn_ln) and "
         "whose MLP has one after the activation (ffn_layernorm), neither built by the fairseq "
         "layers; the features fill the rows image_embeds_position_mask marks (the processor's "
-        "distinct ids from unk + 1, not one image token id), then sqrt(embed_dim) scales them "
-        "with the text rows (the embedding graph would need the mask as an input): not built "
-        "yet",
+        "distinct ids from unk + 1; config.json names no image token), then sqrt(embed_dim) scales "
+        "them with the text rows (the embedding graph would need the mask as an input): not "
+        "built yet",
     ),
     "kosmos-2.5": (
         "vlm",
