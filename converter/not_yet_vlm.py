@@ -180,8 +180,15 @@ VLM_NOT_YET: dict[str, tuple[str, str]] = {
     ),
     "kosmos-2": (
         "vlm",
-        "a CLIP-style tower with a latent-query resampler into a decoder with sinusoidal "
-        "positions and grounding tokens: not built yet",
+        "a CLIP tower whose whole last hidden state goes through post_layernorm and an L2 "
+        "normalize, then image_to_text_projection (dense, then latent_query_num learned queries "
+        "cross-attending the projected patches concatenated with themselves) into an "
+        "XGLM-like decoder whose attention has a LayerNorm before out_proj (inner_attn_ln) and "
+        "whose MLP has one after the activation (ffn_layernorm), neither built by the fairseq "
+        "layers; the features fill the rows image_embeds_position_mask marks (the processor's "
+        "distinct ids from unk + 1; config.json names no image token), then sqrt(embed_dim) scales "
+        "them with the text rows (the embedding graph would need the mask as an input): not "
+        "built yet",
     ),
     "kosmos-2.5": (
         "vlm",
