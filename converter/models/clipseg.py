@@ -1,11 +1,15 @@
 """CLIPSeg's CLIP (CLIPSegModel): CLIP's two towers, its vision tower taking images of any size,
 as CLIPSeg's processor gives them (352 pixels where vision_config.image_size is 224): the
 position grid is resized to the image's patch grid (transformers' default
-interpolate_pos_encoding=True: bicubic, a = -0.75, half-pixel, no antialiasing, in the
-model's dtype; a resize to the grid's own size is the identity).
+interpolate_pos_encoding=True: bicubic, a = -0.75, half-pixel, no antialiasing; a resize to
+the grid's own size is the identity).
 
-The family's segmentation head, CLIPSegForImageSegmentation, is not built (see
-converter/not_yet_encoders.py)."""
+The Hub's checkpoints are CLIPSegForImageSegmentation's; converted with --task
+zero-shot-image-classification, their towers give CLIPSegModel. That head itself (image
+segmentation: activations of `extract_layers` reduced to `reduce_dim`, FiLM-conditioned on a
+text or image prompt's embedding, a small post-norm transformer decoder and transposed
+convolutions to a mask at the image's size) is not built: no task here takes a prompt with an
+image and returns a mask."""
 
 from __future__ import annotations
 
@@ -100,6 +104,8 @@ FAMILIES = [
         rules=TwoTowerRules("clipseg_text_model", "clipseg_vision_model"),
         task="zero-shot-image-classification",
         category="multimodal",
-        unused=CLIP_UNUSED,
+        unused=(*CLIP_UNUSED, r"decoder\..+"),
+        # the Hub's checkpoints are CLIPSegForImageSegmentation's: the towers under `clip.`
+        renames=((r"^clip\.", ""),),
     ),
 ]
