@@ -68,13 +68,8 @@ class ResizedVisionEmbeddings(ClipVisionEmbeddings):
         super().__init__(cfg, dtype)
         self.position_embedding = ResizedPositions(cfg, dtype)
 
-    def forward(self, op, pixels):
-        patches = self.patch_embedding(op, pixels)
-        batch = op.Shape(pixels, start=0, end=1)
-        first = op.Reshape(self.class_embedding, [1, 1, self.hidden])
-        first = op.Expand(first, op.Concat(batch, [1, self.hidden], axis=0))
-        x = op.Concat(first, patches, axis=1)
-        return op.Add(x, self.position_embedding(op, pixels))
+    def positions(self, op, pixels):
+        return self.position_embedding(op, pixels)
 
 
 class ClipSegVisionTransformer(ClipVisionTransformer):
