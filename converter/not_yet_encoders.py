@@ -36,14 +36,6 @@ ENCODER_NOT_YET: dict[str, tuple[str, str]] = {
         "same Q-Former, and the similarity the maximum over the query embeddings: not "
         "built yet",
     ),
-    "clipseg": (
-        "multimodal",
-        "CLIPSegModel resizes its vision position grid (bicubic) to the processor's "
-        "352-pixel images by default (interpolate_pos_encoding=True, while "
-        "vision_config.image_size is 224), which the fixed-size CLIP vision tower does "
-        "not; the family's real head, CLIPSegForImageSegmentation (a FiLM-conditioned "
-        "decoder over extracted layers), is image segmentation: not built yet",
-    ),
     "dinat": (
         "vision",
         "DiNAT's dilated neighborhood attention (each token attends to its k x k "

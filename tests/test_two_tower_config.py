@@ -1,6 +1,6 @@
 """How a two-tower config.json reads: its own model_type (not its text tower's), each section
 over its own type's defaults, the older `*_config_dict` sections, errors naming the section, and
-the task CLIPModel & co. convert for, and AltCLIP's two checkpoint layouts."""
+the task CLIPModel & co. convert for, AltCLIP's two checkpoint layouts and CLIPSeg's Hub one."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import shutil
 import numpy as np
 import onnxruntime as ort
 import pytest
+import torch
+import transformers
 from safetensors.numpy import load_file, save_file
 
 from converter import build
@@ -17,7 +19,7 @@ from converter.errors import ConfigError
 from converter.registry import family_for
 from converter.tasks.choice import task_of
 from tests.parity.encoder_cases import CASES
-from tests.parity.encoder_reference import INPUTS, make_encoder
+from tests.parity.encoder_reference import INPUTS, case_inputs, make_encoder
 
 
 def _read(config: dict):
@@ -98,3 +100,23 @@ def test_altclip_reads_the_hub_layout_and_the_one_transformers_5_saves(tmp_path)
         outputs.append(session.run(None, {"pixel_values": feeds["pixel_values"]}))
     for saved, hub_layout in zip(*outputs, strict=True):
         np.testing.assert_array_equal(saved, hub_layout)
+
+
+def test_clipseg_converts_the_segmentation_checkpoints_towers(tmp_path):
+    """The Hub's CLIPSeg checkpoints are CLIPSegForImageSegmentation's (the towers under `clip.`
+    beside the decoder): converted for zero-shot, they give what CLIPSegModel does."""
+    case = CASES["clipseg"]
+    config = transformers.AutoConfig.for_model(**case.config, extract_layers=[1], reduce_dim=16)
+    torch.manual_seed(0)
+    transformers.CLIPSegForImageSegmentation(config).save_pretrained(tmp_path / "hf")
+    reference = transformers.CLIPSegModel.from_pretrained(tmp_path / "hf").eval()
+    package = build(str(tmp_path / "hf"), progress=False, task="zero-shot-image-classification")
+    package.save(tmp_path / "onnx-package", progress=False)
+    session = ort.InferenceSession(tmp_path / "onnx-package" / "onnx" / "model.onnx")
+    feeds = case_inputs(case)
+    logits = session.run(
+        ["logits_per_image"], {i.name: feeds[i.name] for i in session.get_inputs()}
+    )
+    with torch.no_grad():
+        want = reference(**{name: torch.from_numpy(v) for name, v in feeds.items()})
+    np.testing.assert_allclose(logits[0], want.logits_per_image.numpy(), atol=1e-4)

@@ -108,8 +108,11 @@ class ClipVisionEmbeddings(nn.Module):
         first = op.Reshape(self.class_embedding, [1, 1, self.hidden])
         first = op.Expand(first, op.Concat(batch, [1, self.hidden], axis=0))
         x = op.Concat(first, patches, axis=1)
-        positions = op.Range(0, self.tokens, 1)
-        return op.Add(x, op.Unsqueeze(self.position_embedding(op, positions), [0]))
+        return op.Add(x, self.positions(op, pixels))
+
+    def positions(self, op, pixels):
+        """[1, tokens, hidden]: the position of each token of the images."""
+        return op.Unsqueeze(self.position_embedding(op, op.Range(0, self.tokens, 1)), [0])
 
 
 class ClipVisionTransformer(nn.Module):

@@ -78,7 +78,7 @@ class TwoTowerModel(nn.Module):
         return self.vision_cls(cfg.vision, dtype, ep, pooled=pooled)
 
     def image_dims(self) -> tuple[int, int]:
-        """The image size the classifier's graph takes (its positions are built for it)."""
+        """The image size the graphs take (its positions are built for it)."""
         return self.cfg.vision.image_size, self.cfg.vision.image_size
 
     def projection(self, tower: str, width: int, dtype: ir.DataType) -> Linear | None:

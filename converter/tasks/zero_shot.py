@@ -14,9 +14,10 @@ graphs, so both runtimes that use such models find theirs:
                           CLIPVisionModelWithProjection, SiglipTextModel and SiglipVisionModel
                           (and its image-feature-extraction pipeline) load.
 
-pixel_values are float32 [image_batch_size, channels, image_size, image_size] and every output
-float32, whatever the graph's dtype (what image processors give and what Transformers.js'
-pipelines compute on: under Node, a float16 tensor's data are its raw 16-bit words); the graph
+pixel_values are float32 [image_batch_size, channels, image_size, image_size] (CLIPSeg: height,
+width, its positions resized to them) and every output float32, whatever the graph's dtype
+(what image processors give and what Transformers.js' pipelines compute on: under Node, a
+float16 tensor's data are its raw 16-bit words); the graph
 casts at its edges, as the fp16 exports Transformers.js ships do (keep_io_types). SigLIP 2's
 variable patch grids (NaFlex) read the processor's patches instead: pixel_values
 [image_batch_size, num_patches, channels * patch_size²], pixel_attention_mask (int32)
@@ -72,7 +73,7 @@ class ZeroShotImageTask:
             input_ids = builder.input("input_ids", i64, seq)
             text = TextInputs(input_ids, builder.input("attention_mask", i64, seq), None)
         if part != "text":
-            image = image_inputs(builder, cfg.vision, dtype)
+            image = image_inputs(builder, cfg.vision, dtype, module.image_dims())
         outputs = module(builder.op, text, image)
         for name, (value, dims) in outputs.items():
             set_float32_output(builder, value, name, dims, dtype)
@@ -80,12 +81,13 @@ class ZeroShotImageTask:
         return Component(role, filename, as_model(graph), module, {})
 
 
-def image_inputs(builder, vision, dtype: ir.DataType) -> ImageInputs:
-    """The image inputs of a vision tower's config, pixel values cast to `dtype`."""
+def image_inputs(builder, vision, dtype: ir.DataType, sides: tuple) -> ImageInputs:
+    """The image inputs of a vision tower's config, pixel values cast to `dtype`; `sides`: the
+    images' height and width (names where the tower takes any)."""
     f32, op = FLOAT, builder.op
     if vision.num_patches is None:
-        side = vision.image_size
-        pixels = builder.input("pixel_values", f32, [IMAGE_BATCH, vision.num_channels, side, side])
+        dims = [IMAGE_BATCH, vision.num_channels, *sides]
+        pixels = builder.input("pixel_values", f32, dims)
         return ImageInputs(_cast(op, pixels, dtype))
     width = vision.num_channels * vision.patch_size**2
     pixels = builder.input("pixel_values", f32, [IMAGE_BATCH, PATCHES, width])

@@ -52,9 +52,7 @@ def calibrate_batch_norms(model, case: EncoderCase) -> None:
     for norm in norms:
         norm.reset_running_stats()
         norm.momentum = None  # a cumulative average: after one batch, that batch's statistics
-    inputs = {
-        name: torch.from_numpy(value) for name, value in INPUTS[case.inputs](case.config).items()
-    }
+    inputs = {name: torch.from_numpy(value) for name, value in case_inputs(case).items()}
     model.train()
     with torch.no_grad():
         model(**inputs)
@@ -220,11 +218,11 @@ IMAGES = 3  # a batch of its own size, so the text and image batch axes cannot b
 NAFLEX_SHAPES, NAFLEX_PATCHES = np.array([[4, 5], [2, 3], [5, 3]]), 20
 
 
-def text_image_inputs(config: dict) -> dict[str, np.ndarray]:
+def text_image_inputs(config: dict, image_size: int | None = None) -> dict[str, np.ndarray]:
     """The two texts of `text_inputs`, each ending at the EOS token where the text config has
     one (and holding it nowhere else), and three random images: [batch, channels, size, size],
     or NaFlex patches with their mask and grid shapes where the vision config has
-    `num_patches`."""
+    `num_patches`; `image_size`: the side where not the vision config's."""
     text, vision = config["text_config"], config["vision_config"]
     feeds = text_inputs(text)
     eos = text.get("eos_token_id")
@@ -234,7 +232,7 @@ def text_image_inputs(config: dict) -> dict[str, np.ndarray]:
         feeds["input_ids"] = ids
     channels = vision.get("num_channels", 3)
     if "num_patches" not in vision:
-        size = vision["image_size"]
+        size = image_size or vision["image_size"]
         feeds["pixel_values"] = RNG.standard_normal((IMAGES, channels, size, size), np.float32)
         return feeds
     patch = vision["patch_size"]
@@ -286,3 +284,10 @@ def reference_outputs(model, feeds: dict[str, np.ndarray], role: str = "encoder"
     tensors = {name: torch.from_numpy(value) for name, value in feeds.items()}
     with torch.no_grad():
         return SimpleNamespace(**model_outputs(model, role, tensors))
+
+
+def case_inputs(case: EncoderCase) -> dict[str, np.ndarray]:
+    """The inputs `case` feeds (images of its own size where it names one)."""
+    if case.image_size is not None:
+        return INPUTS[case.inputs](case.config, case.image_size)
+    return INPUTS[case.inputs](case.config)

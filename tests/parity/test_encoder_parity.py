@@ -16,7 +16,7 @@ from converter.lowering import Plan, expected_fusions
 from converter.validate.encoding import reference_names
 from tests.parity.encoder_cases import CASES
 from tests.parity.encoder_reference import (
-    INPUTS,
+    case_inputs,
     kept_positions,
     make_encoder,
     reference_outputs,
@@ -49,7 +49,7 @@ def _masked(array: np.ndarray, kept: np.ndarray | None) -> np.ndarray:
 @pytest.mark.parametrize("ep", ["default", "cpu"])
 def test_outputs_match_transformers(converted, ep):
     case, reference, packages, folder = converted
-    inputs = INPUTS[case.inputs](case.config)
+    inputs = case_inputs(case)
     diffs = {}
     for component in packages[ep].components:
         session = ort.InferenceSession(folder / ep / component.filename)

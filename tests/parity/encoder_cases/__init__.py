@@ -20,6 +20,9 @@ class EncoderCase:
     # ill-conditioned (LeViT: its BatchNorms rescale attention averages of small variance, and
     # torch's own float32 then strays from float64 past the tolerance)
     calibrate: bool = True
+    # the side of the images fed, where not the vision config's image_size (CLIPSeg resizes its
+    # positions to any)
+    image_size: int | None = None
 
 
 CASES = gather_cases(__name__, __path__, "encoder parity case")
