@@ -1,5 +1,5 @@
 """Each text encoder-decoder family's own generation task: translation for the translation
-models (Marian, M2M-100/NLLB, FSMT), summarization for the Pegasus family and LED, else
+models (Marian, M2M-100/NLLB, NLLB-MoE, FSMT), summarization for the Pegasus family and LED, else
 text2text-generation. `task=` picks another of the three, and only those; the graphs are the
 same bytes under each name, only mobius.json's task differs."""
 
@@ -21,6 +21,7 @@ from tests.parity.seq2seq_reference import make_seq2seq
 DEFAULTS = {
     "marian": "translation",
     "m2m_100": "translation",
+    "nllb-moe": "translation",
     "fsmt": "translation",
     "pegasus": "summarization",
     "pegasus_x": "summarization",
