@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from transformers.pytorch_utils import Conv1D
 
+from converter.lowering.int4 import Int4
 from converter.quantize import DEFAULT_METHOD, quantize_blocks
 from converter.quantize_int8 import quantize_q8
 
@@ -30,9 +31,8 @@ def dequantized_copy(
 ):
     """Every Linear and Conv1D weight in int4 blocks; the LM head and, with `embedding` (EPs
     that gather quantized rows), the token embedding at `head_bits` (None: left float), as
-    int4 builds quantize them (8 bits in blocks of 128, 4 in blocks of `block_size`); a head
-    tied to a float embedding gets a quantized copy. Position
-    tables are never quantized, nor latent attention's kv_b_proj, which the graph reads as
+    int4 builds quantize them (in `Int4.head_block_size` blocks); a head tied to a float
+    embedding gets a quantized copy. Position tables are never quantized, nor latent attention's kv_b_proj, which the graph reads as
     per-head matrices (components/mla.py), nor Switch Transformers' routers, which it keeps
     float. `method` picks the block scales (converter/quantize.py), as the build's int4 method."""
 
@@ -40,7 +40,7 @@ def dequantized_copy(
         return quantize_blocks(weight, block_size, symmetric, 4, method).dequantize()
 
     def head(weight: np.ndarray) -> np.ndarray:
-        block = 128 if head_bits == 8 else block_size
+        block = Int4(block_size, symmetric, head_bits).head_block_size
         return quantize_blocks(weight, block, symmetric, head_bits, method).dequantize()
 
     tables = (head, head if embedding else None) if head_bits else (None, None)

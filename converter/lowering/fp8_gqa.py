@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from converter.lowering.passes import MS_DOMAIN, take_place
+from converter.lowering.passes import MS_DOMAIN, shared_constant, take_place
 from converter.weights import source_array
 
 PAST, PRESENT = (3, 4), (1, 2)  # GroupQueryAttention's past_key/value inputs, present outputs
@@ -76,9 +76,9 @@ def _per_channel(graph: ir.Graph, dequantize: ir.Node) -> ir.Value:
     """The per-head scale of `dequantize`, as GQA's float32 [1, kv_heads, 1, head_size]."""
     cache, scale = dequantize.inputs[0], dequantize.inputs[1]
     head_size = cache.shape[3]
-    name = f"{scale.name}.per_channel"
-    if name not in graph.initializers:
+
+    def per_channel() -> np.ndarray:
         heads = source_array(scale.const_value).astype(np.float32)
-        array = np.repeat(heads, head_size).reshape(1, len(heads), 1, head_size)
-        graph.register_initializer(ir.Value(name=name, const_value=ir.tensor(array)))
-    return graph.initializers[name]
+        return np.repeat(heads, head_size).reshape(1, len(heads), 1, head_size)
+
+    return shared_constant(graph, f"{scale.name}.per_channel", per_channel)

@@ -13,7 +13,7 @@ from converter.errors import MobiusError, WeightsError
 from converter.execution_providers import MATMUL_NBITS, ExecutionProvider
 from converter.lowering.lazy import LazyResult, lazy_initializer, swap
 from converter.lowering.matmul_weights import layout_name, weight_of
-from converter.lowering.passes import MS_DOMAIN, is_initializer
+from converter.lowering.passes import MS_DOMAIN, is_initializer, shared_constant
 from converter.quantize import (
     DEFAULT_METHOD,
     DEQUANTIZE_LINEAR_AXIS,
@@ -183,10 +183,7 @@ def _gather_q4(graph, gather, weight, q: _LazyQ4, act: ir.DataType) -> ir.Node:
 
 
 def _int64(graph: ir.Graph, name: str, values: list[int]) -> ir.Value:
-    if name not in graph.initializers:
-        array = np.array(values, np.int64)
-        graph.register_initializer(ir.Value(name=name, const_value=ir.tensor(array, name=name)))
-    return graph.initializers[name]
+    return shared_constant(graph, name, lambda: np.array(values, np.int64))
 
 
 def _tied_head_of(node: ir.Node):

@@ -99,6 +99,16 @@ def _packed_name(names: list[str]) -> str:
     return f"{prefix}.{'+'.join(s[1] for s in stems)}.{suffix}"
 
 
+def shared_constant(graph: ir.Graph, name: str, array_of) -> ir.Value:
+    """The initializer `name`, holding `array_of()` from the first time it is asked for (the
+    nodes that ask for it by name share it)."""
+    if name not in graph.initializers:
+        graph.register_initializer(
+            ir.Value(name=name, const_value=ir.tensor(array_of(), name=name))
+        )
+    return graph.initializers[name]
+
+
 def _replace_with_initializer(graph, node, tensor: SourceTensor) -> ir.Value:
     """Replace `node`'s output by an initializer holding `tensor` (computed when written)."""
     value = ir.Value(
