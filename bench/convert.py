@@ -197,6 +197,22 @@ def raw_read(files: list[Path]) -> dict:
     return {"wall_s": wall, "bytes": total, "mb_per_s": total / 1e6 / wall, "evict": method}
 
 
+def add_workdir(
+    parser: argparse.ArgumentParser, what: str = "checkpoint cache and outputs"
+) -> None:
+    """--workdir: where the benchmarks cache their generated checkpoints (shared by them)."""
+    default = Path(tempfile.gettempdir()) / "mobius-bench"
+    parser.add_argument(
+        "--workdir", type=Path, default=default, help=f"{what} (default: %(default)s)"
+    )
+
+
+def print_results(results: dict, table: Callable[[dict], str], as_json: bool) -> int:
+    """The results as JSON or as the benchmark's table; the exit status."""
+    print(json.dumps(results, indent=2) if as_json else table(results))
+    return 0
+
+
 def measure(name: str, cmd: list[str], clean: list[Path], files: list[Path], logs: Path) -> dict:
     """Run `cmd` cold; its wall time, CPU time and peak RSS (wait4, for that command alone:
     spawned by bench/rusage.py, so none of this process's memory counts)."""
@@ -377,12 +393,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=("mobius", "builder"), help="run one tool only")
     parser.add_argument("--skip-decode", action="store_true", help="skip the decode tokens/s")
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "mobius-bench",
-        help="checkpoint cache and outputs (default: %(default)s)",
-    )
+    add_workdir(parser)
     parser.add_argument("--keep", action="store_true", help="keep the converted packages")
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per conversion; the fastest is reported"
@@ -396,9 +407,7 @@ def main() -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     args = parser.parse_args()
-    results = run_bench(args)
-    print(json.dumps(results, indent=2) if args.json else table(results))
-    return 0
+    return print_results(run_bench(args), table, args.json)
 
 
 if __name__ == "__main__":

@@ -19,11 +19,20 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
-from convert import CHECKPOINT_NAME, GB, REPO, builder_cmd, log, make_checkpoint, mobius_cmd
+from convert import (
+    CHECKPOINT_NAME,
+    GB,
+    REPO,
+    add_workdir,
+    builder_cmd,
+    log,
+    make_checkpoint,
+    mobius_cmd,
+    print_results,
+)
 from decode import alternate
 from int8 import package_bytes
 
@@ -193,21 +202,14 @@ def main() -> int:
     parser.add_argument(
         "--checkpoint", type=Path, action="append", help="checkpoint folder (repeatable)"
     )
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "mobius-bench",
-        help="checkpoint cache and outputs (default: %(default)s)",
-    )
+    add_workdir(parser)
     parser.add_argument("--rounds", type=int, default=5, help="alternated decode rounds")
     parser.add_argument("--tokens", type=int, default=64, help="new tokens per generation")
     parser.add_argument("--skip-decode", action="store_true", help="skip the decode tokens/s")
     parser.add_argument("--keep", action="store_true", help="keep the converted packages")
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     args = parser.parse_args()
-    results = run_bench(args)
-    print(json.dumps(results, indent=2) if args.json else table(results))
-    return 0
+    return print_results(run_bench(args), table, args.json)
 
 
 if __name__ == "__main__":

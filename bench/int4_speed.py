@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from convert import CHECKPOINT_NAME, busy_cpu_s, log, make_checkpoint
+from convert import CHECKPOINT_NAME, add_workdir, busy_cpu_s, log, make_checkpoint
 
 from converter import build
 from converter.lowering import int4 as int4_lowering
@@ -156,12 +156,7 @@ def main() -> int:
     parser.add_argument(
         "--dtypes", nargs="+", choices=("f32", "int4"), default=["f32", "int4"], help="builds"
     )
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "mobius-bench",
-        help="checkpoint cache (default: %(default)s)",
-    )
+    add_workdir(parser, "checkpoint cache")
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     args = parser.parse_args()
     results = run(args)

@@ -11,13 +11,22 @@ docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
-from convert import CHECKPOINT_NAME, GB, PROMPT, decode, log, make_checkpoint, measure, mobius_cmd
+from convert import (
+    CHECKPOINT_NAME,
+    GB,
+    PROMPT,
+    add_workdir,
+    decode,
+    log,
+    make_checkpoint,
+    measure,
+    mobius_cmd,
+    print_results,
+)
 
 DTYPES = ("f32", "int8", "int4")
 
@@ -78,21 +87,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ep", default="cpu", help="mobius --ep (default: %(default)s)")
     parser.add_argument("--skip-decode", action="store_true", help="skip the decode tokens/s")
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "mobius-bench",
-        help="checkpoint cache and outputs (default: %(default)s)",
-    )
+    add_workdir(parser)
     parser.add_argument("--keep", action="store_true", help="keep the converted packages")
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per conversion; the fastest is reported"
     )
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     args = parser.parse_args()
-    results = run_bench(args)
-    print(json.dumps(results, indent=2) if args.json else table(results))
-    return 0
+    return print_results(run_bench(args), table, args.json)
 
 
 if __name__ == "__main__":

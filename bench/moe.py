@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import ml_dtypes
@@ -35,12 +33,14 @@ from convert import (
     GB,
     GENERATION,
     PROMPT,
+    add_workdir,
     builder_cmd,
     decode,
     log,
     make_checkpoint,
     measure,
     mobius_cmd,
+    print_results,
 )
 
 OLMOE = {
@@ -340,20 +340,13 @@ def main() -> int:
     )
     parser.add_argument("--skip-full", action="store_true", help="skip mobius at full depth")
     parser.add_argument("--skip-decode", action="store_true", help="skip the decode tokens/s")
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "mobius-bench",
-        help="checkpoint cache and outputs (default: %(default)s)",
-    )
+    add_workdir(parser)
     parser.add_argument("--keep", action="store_true", help="keep the converted packages")
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     args = parser.parse_args()
     if not 1 <= args.layers <= OLMOE["num_hidden_layers"]:
         parser.error("--layers must be 1..16")
-    results = run_bench(args)
-    print(json.dumps(results, indent=2) if args.json else table(results))
-    return 0
+    return print_results(run_bench(args), table, args.json)
 
 
 if __name__ == "__main__":

@@ -12,16 +12,13 @@ each one's median and their ratio. See docs/build-features.md.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
-from convert import CHECKPOINT_NAME, log, make_checkpoint
+from convert import CHECKPOINT_NAME, add_workdir, log, make_checkpoint, print_results
 
 from converter import build
 from converter.features import PRUNE_PREFILL
@@ -99,18 +96,11 @@ def main() -> int:
     parser.add_argument("--dtype", default="f32", choices=("f32", "int4"))
     parser.add_argument("--tokens", type=int, default=512, help="prompt length")
     parser.add_argument("--runs", type=int, default=7, help="timed prefills of each package")
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "mobius-bench",
-        help="checkpoint cache and outputs (default: %(default)s)",
-    )
+    add_workdir(parser)
     parser.add_argument("--keep", action="store_true", help="keep the two packages")
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     args = parser.parse_args()
-    results = run_bench(args)
-    print(json.dumps(results, indent=2) if args.json else table(results))
-    return 0
+    return print_results(run_bench(args), table, args.json)
 
 
 if __name__ == "__main__":
