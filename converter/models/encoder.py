@@ -19,6 +19,16 @@ from converter.execution_providers import ENCODER_MHA, SKIP_NORM, ExecutionProvi
 from converter.tasks.encoding import BATCH, SEQUENCE, TEXT_TASKS, TextInputs
 
 
+def span_logits(op, logits, tokens: list) -> dict:
+    """Question answering's outputs from its [batch, sequence, 2] logits: the answer span's
+    start and end scores per token."""
+    start, end = op.Split(logits, axis=-1, num_outputs=2, _outputs=2)
+    return {
+        "start_logits": (op.Squeeze(start, [-1]), tokens),
+        "end_logits": (op.Squeeze(end, [-1]), tokens),
+    }
+
+
 class BertSelfAttention(nn.Module):
     def __init__(self, cfg: EncoderConfig, dtype: ir.DataType):
         super().__init__()
@@ -325,8 +335,4 @@ class BertEncoderModel(nn.Module):
             return {"logits": (self.classifier(op, pooled), [BATCH, cfg.num_labels])}
         if task == "token-classification":
             return {"logits": (self.classifier(op, hidden), [*tokens, cfg.num_labels])}
-        start, end = op.Split(self.qa_outputs(op, hidden), axis=-1, num_outputs=2, _outputs=2)
-        return {
-            "start_logits": (op.Squeeze(start, [-1]), tokens),
-            "end_logits": (op.Squeeze(end, [-1]), tokens),
-        }
+        return span_logits(op, self.qa_outputs(op, hidden), tokens)

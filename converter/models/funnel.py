@@ -30,7 +30,7 @@ from converter.config.encoder import EncoderConfig, EncoderRules, _num_labels
 from converter.config.reader import MAX_LAYERS, MAX_VOCAB, ConfigReader
 from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
-from converter.models.encoder import Table, first_token
+from converter.models.encoder import Table, first_token, span_logits
 from converter.models.funnel_levels import (
     Attending,
     Layout,
@@ -302,11 +302,7 @@ class FunnelModel(nn.Module):
             return {"logits": (self.classifier(op, hidden), [BATCH, cfg.num_labels])}
         if task == "token-classification":
             return {"logits": (self.classifier(op, hidden), [*tokens, cfg.num_labels])}
-        start, end = op.Split(self.qa_outputs(op, hidden), axis=-1, num_outputs=2, _outputs=2)
-        return {
-            "start_logits": (op.Squeeze(start, [-1]), tokens),
-            "end_logits": (op.Squeeze(end, [-1]), tokens),
-        }
+        return span_logits(op, self.qa_outputs(op, hidden), tokens)
 
     def _lm_logits(self, op, hidden):
         if isinstance(self.lm_head, Bias):

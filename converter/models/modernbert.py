@@ -23,7 +23,7 @@ from converter.config.reader import ConfigReader
 from converter.dtypes import NUMPY_OF
 from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA, SKIP_NORM
-from converter.models.encoder import BertEncoderModel, Table
+from converter.models.encoder import BertEncoderModel, Table, span_logits
 from converter.models.modernbert_decoder import GeGLU
 from converter.registry import Family
 from converter.tasks.encoding import BATCH, SEQUENCE, TextInputs
@@ -191,11 +191,7 @@ class ModernBertModel(BertEncoderModel):
         logits = self.classifier(op, self.head(op, hidden))
         if task == "token-classification":
             return {"logits": (logits, [*tokens, cfg.num_labels])}
-        start, end = op.Split(logits, axis=-1, num_outputs=2, _outputs=2)
-        return {
-            "start_logits": (op.Squeeze(start, [-1]), tokens),
-            "end_logits": (op.Squeeze(end, [-1]), tokens),
-        }
+        return span_logits(op, logits, tokens)
 
     def word_table(self):
         return self.body.embeddings.tok_embeddings.weight

@@ -16,6 +16,7 @@ from converter.components import Linear, activation
 from converter.config import FULL, SLIDING, Rope, parse_local_rope
 from converter.config.reader import ConfigReader
 from converter.errors import ConfigError
+from converter.models.encoder import span_logits
 from converter.models.eurobert import (
     EuroBertModel,
     LlamaEncoderBody,
@@ -97,11 +98,7 @@ class UltrabertModel(EuroBertModel):
             how, dtype = cfg.classifier_pooling, self.body.dtype
             pooled = pool(op, hidden, inputs.attention_mask, how, dtype)
             return {"logits": (self.classifier(op, pooled), [BATCH, cfg.num_labels])}
-        start, end = op.Split(self.qa_outputs(op, hidden), axis=-1, num_outputs=2, _outputs=2)
-        return {
-            "start_logits": (op.Squeeze(start, [-1]), tokens),
-            "end_logits": (op.Squeeze(end, [-1]), tokens),
-        }
+        return span_logits(op, self.qa_outputs(op, hidden), tokens)
 
 
 class UltrabertRules(LlamaEncoderRules):
