@@ -31,6 +31,7 @@ from onnxscript import nn
 from converter.components import LayerNorm, Linear, PlainMLP, RMSNorm, activation
 from converter.components.encoder_attention import BlockAttention
 from converter.config import ConfigReader, Rope
+from converter.config.patch_tower import PatchTowerConfig
 from converter.config.reader import MAX_DIM, MAX_LAYERS
 from converter.config.vision import MAX_IMAGE_SIDE
 from converter.config.vision_language import VisionLanguageRules
@@ -49,27 +50,11 @@ INT64, FLOAT = ir.DataType.INT64, ir.DataType.FLOAT
 
 
 @dataclass(frozen=True)
-class HunYuanVisionConfig:
-    hidden_size: int
-    intermediate_size: int
-    num_hidden_layers: int
-    num_attention_heads: int
-    num_channels: int
-    patch_size: int
+class HunYuanVisionConfig(PatchTowerConfig):
     spatial_merge_size: int
     position_side: int  # the learned position grid's side, in patches
-    activation: str
     norm_eps: float  # every norm of the tower and merger
     mlp_bias = True  # what PlainMLP reads
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
-
-    @property
-    def patch_width(self) -> int:
-        """A row of pixel_values: one patch's channels x pixels."""
-        return self.num_channels * self.patch_size**2
 
 
 class HunYuanVlTextRules(HunYuanRules):

@@ -21,6 +21,7 @@ from converter.components import Linear, RMSNorm
 from converter.components.conv2d import Conv2d
 from converter.components.encoder_attention import BlockAttention
 from converter.components.mlp import GatedMLP
+from converter.config.patch_tower import PatchTowerConfig
 from converter.config.reader import MAX_LAYERS, ConfigReader
 from converter.errors import ConfigError
 from converter.execution_providers import ENCODER_MHA
@@ -30,23 +31,12 @@ NORM_EPS = 1e-5  # transformers' Pixtral RMSNorms
 
 
 @dataclass(frozen=True)
-class PixtralVisionConfig:
-    hidden_size: int
-    intermediate_size: int
-    num_hidden_layers: int
-    num_attention_heads: int
-    num_channels: int
-    patch_size: int
-    activation: str
+class PixtralVisionConfig(PatchTowerConfig):
     rope_theta: float
     # patches a side of one merged image token (the VLM's projector; 1: none)
     spatial_merge_size: int = 1
     mlp_bias = False  # what GatedMLP reads
     fused_gate_up = False
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
 
 
 def read_pixtral(r: ConfigReader) -> PixtralVisionConfig:

@@ -22,6 +22,7 @@ from onnxscript import nn
 
 from converter.components import LayerNorm, Linear, PlainMLP, activation
 from converter.components.encoder_attention import BlockAttention
+from converter.config.patch_tower import PatchTowerConfig
 from converter.config.reader import MAX_DIM, MAX_LAYERS, ConfigReader
 from converter.config.vision_language import VisionLanguageRules
 from converter.errors import ConfigError
@@ -34,26 +35,10 @@ from converter.tasks.vision_language import VLM_TASK
 
 
 @dataclass(frozen=True)
-class VideoLlama3VisionConfig:
-    hidden_size: int
-    intermediate_size: int
-    num_hidden_layers: int
-    num_attention_heads: int
-    num_channels: int
-    patch_size: int
-    activation: str
+class VideoLlama3VisionConfig(PatchTowerConfig):
     layer_norm_eps: float
     rope_theta: float
     mlp_bias = True  # what PlainMLP reads
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
-
-    @property
-    def patch_width(self) -> int:
-        """A row of pixel_values: one patch's channels x pixels."""
-        return self.num_channels * self.patch_size**2
 
 
 class VideoLlama3Rules(VisionLanguageRules):
