@@ -32,9 +32,10 @@ def dequantized_copy(
     """Every Linear and Conv1D weight in int4 blocks; the LM head and, with `embedding` (EPs
     that gather quantized rows), the token embedding at `head_bits` (None: left float), as
     int4 builds quantize them (in `Int4.head_block_size` blocks); a head tied to a float
-    embedding gets a quantized copy. Position tables are never quantized, nor latent attention's kv_b_proj, which the graph reads as
-    per-head matrices (components/mla.py), nor Switch Transformers' routers, which it keeps
-    float. `method` picks the block scales (converter/quantize.py), as the build's int4 method."""
+    embedding gets a quantized copy. Position tables are never quantized, nor latent
+    attention's kv_b_proj, which the graph reads as per-head matrices (components/mla.py), nor
+    Switch Transformers' routers, which it keeps float. `method` picks the block scales
+    (converter/quantize.py), as the build's int4 method."""
 
     def int4(weight: np.ndarray) -> np.ndarray:
         return quantize_blocks(weight, block_size, symmetric, 4, method).dequantize()
